@@ -1,0 +1,316 @@
+import pg from "pg";
+import { PGlite } from "@electric-sql/pglite";
+import { ErrandError, ValidationError } from "./errors.js";
+import { defaultDataDir, openEmbedded } from "./driver/embedded.js";
+import { pgDriver } from "./driver/pg.js";
+import { pgliteDriver } from "./driver/pglite.js";
+import type { Driver, Queryable } from "./driver/types.js";
+import { type Job, type JobRow, toJob } from "./job.js";
+import { migrate } from "./migrations/migrate.js";
+import { type KindOptions, type ResolvedKind, checkKeys, integer, nonNegativeMs, resolveKinds } from "./options.js";
+import { type Json, defaultMaxPayloadBytes, serialisePayload } from "./payload.js";
+import { type RetryPolicy, checkMaxAttempts, defaultMaxAttempts, defaultRetryPolicy, resolveRetryPolicy } from "./retry-policy.js";
+import { type Queries, queriesFor } from "./sql/queries.js";
+import { checkSchemaName, defaultSchema } from "./sql/schema.js";
+import { Worker, type WorkerOptions } from "./worker/worker.js";
+
+/**
+ * Anything with `query(text, params)` resolving to `{ rows }`: a `pg` Pool, Client or
+ * PoolClient (inside your `BEGIN`), a PGlite instance or PGlite transaction.
+ */
+export interface SqlClient {
+  query(text: string, params?: unknown[]): Promise<{ rows: unknown[] }>;
+}
+
+/** How to reach the database. With none of these, errand opens the embedded PGlite database. */
+export interface ErrandOptions {
+  /** A PostgreSQL URL (`postgres://…`). errand creates and closes its own pool. */
+  readonly connectionString?: string;
+  /** An existing `pg.Pool` or PGlite instance (yours to close). */
+  readonly db?: pg.Pool | PGlite;
+  /** The embedded database's folder. Default `.errand/data`. */
+  readonly dataDir?: string;
+  /** Schema holding errand's tables. Default `errand`. */
+  readonly schema?: string;
+  /** Per-kind defaults: attempts, backoff, lease, priority. */
+  readonly kinds?: Readonly<Record<string, KindOptions>>;
+  /** Largest payload accepted, in bytes of JSON. Default 256 KiB. */
+  readonly maxPayloadBytes?: number;
+  /** Apply pending migrations on open. Default true. */
+  readonly migrate?: boolean;
+  /** Pool size when errand creates the pool. Default 10. */
+  readonly poolSize?: number;
+}
+
+/** Options for one job at enqueue time. */
+export interface EnqueueOptions {
+  /** Run no earlier than this time. */
+  readonly runAt?: Date | string;
+  /** Run no earlier than this many milliseconds from now (the database's clock). */
+  readonly delay?: number;
+  /** Attempts before the job is dead. Default: the kind's, else 8. */
+  readonly maxAttempts?: number;
+  /** Higher runs first. Default: the kind's, else 0. */
+  readonly priority?: number;
+  /** A second enqueue with the same key is a no-op that returns the first job's id. */
+  readonly dedupeKey?: string;
+  /** Backoff for this job only. */
+  readonly retry?: Partial<RetryPolicy>;
+  /** Your connection or open transaction: the job commits or rolls back with it. */
+  readonly db?: SqlClient;
+}
+
+/** One job for {@link Errand.enqueueMany}. */
+export interface JobSpec extends Omit<EnqueueOptions, "db"> {
+  readonly kind: string;
+  readonly payload: unknown;
+}
+
+/** What an enqueue returns. */
+export interface EnqueueResult {
+  /** The job's id (the existing job's when this was a duplicate). */
+  readonly id: string;
+  /** True when a job with the same dedupe key already existed and nothing was inserted. */
+  readonly duplicate: boolean;
+}
+
+/** Which dead jobs a retry or discard applies to. */
+export type DeadSelector = { readonly ids: readonly (string | number)[] } | { readonly kind: string } | { readonly all: true };
+
+/**
+ * The errand client: enqueue jobs, run workers, inspect and act on dead letters.
+ *
+ * @example
+ * ```ts
+ * const errand = await Errand.open({ connectionString: process.env.DATABASE_URL });
+ * await errand.enqueue("send_receipt", { orderId: 1042 }, { dedupeKey: "receipt:1042" });
+ * await errand.close();
+ * ```
+ */
+export class Errand {
+  /** The driver errand talks through. */
+  readonly driver: Driver;
+  /** The schema holding errand's tables. */
+  readonly schema: string;
+  /** Per-kind settings, validated. */
+  readonly kinds: ReadonlyMap<string, ResolvedKind>;
+  readonly #queries: Queries;
+  readonly #maxPayloadBytes: number;
+  readonly #workers = new Set<Worker>();
+
+  private constructor(driver: Driver, schema: string, kinds: ReadonlyMap<string, ResolvedKind>, maxPayloadBytes: number) {
+    this.driver = driver;
+    this.schema = schema;
+    this.kinds = kinds;
+    this.#maxPayloadBytes = maxPayloadBytes;
+    this.#queries = queriesFor(schema);
+  }
+
+  /** Connects (or opens the embedded database), validates options and migrates. */
+  static async open(options: ErrandOptions = {}): Promise<Errand> {
+    checkKeys(options, "", ["connectionString", "db", "dataDir", "schema", "kinds", "maxPayloadBytes", "migrate", "poolSize"]);
+    const schema = checkSchemaName(options.schema ?? defaultSchema);
+    const kinds = resolveKinds(options.kinds);
+    const maxPayloadBytes = options.maxPayloadBytes ?? defaultMaxPayloadBytes;
+    if (!Number.isInteger(maxPayloadBytes) || maxPayloadBytes <= 0) throw new ValidationError("maxPayloadBytes", "must be a positive integer");
+    const driver = await connect(options);
+    const errand = new Errand(driver, schema, kinds, maxPayloadBytes);
+    if (options.migrate !== false) {
+      try {
+        await errand.migrate();
+      } catch (error) {
+        await driver.close();
+        throw error;
+      }
+    }
+    return errand;
+  }
+
+  /** Wraps an existing driver (adapters, tests). Does not migrate. */
+  static fromDriver(driver: Driver, options: Omit<ErrandOptions, "connectionString" | "db" | "dataDir" | "migrate" | "poolSize"> = {}): Errand {
+    return new Errand(driver, checkSchemaName(options.schema ?? defaultSchema), resolveKinds(options.kinds), options.maxPayloadBytes ?? defaultMaxPayloadBytes);
+  }
+
+  /** Applies pending migrations; returns the versions applied. */
+  migrate(): Promise<number[]> {
+    return migrate(this.driver, this.schema);
+  }
+
+  /**
+   * Enqueues one job. Pass `db` to enqueue inside your own transaction.
+   *
+   * @example
+   * ```ts
+   * await client.query("BEGIN");
+   * await client.query("INSERT INTO orders (id, total) VALUES (1042, 59000)");
+   * await errand.enqueue("send_receipt", { orderId: 1042 }, { db: client, dedupeKey: "receipt:1042" });
+   * await client.query("COMMIT"); // rollback instead, and the job never existed
+   * ```
+   */
+  async enqueue(kind: string, payload: unknown, options: EnqueueOptions = {}): Promise<EnqueueResult> {
+    const { db, ...rest } = options;
+    const [result] = await this.enqueueMany([{ kind, payload, ...rest }], { db });
+    return result!;
+  }
+
+  /** Enqueues many jobs in one statement (one round trip). Results are in input order. */
+  async enqueueMany(specs: readonly JobSpec[], options: { readonly db?: SqlClient | undefined } = {}): Promise<EnqueueResult[]> {
+    if (!Array.isArray(specs)) throw new ValidationError("jobs", "must be an array");
+    if (specs.length === 0) return [];
+    const columns = this.#columns(specs);
+    const db = options.db as Queryable | undefined;
+    const run = <Row>(text: { name: string; text: string }, params: readonly unknown[]) =>
+      db ? db.query<Row>(text.text, params) : this.driver.run<Row>(text, params);
+    const { rows } = await run<{ ord: string; id: string | null; duplicate: boolean }>(this.#queries.enqueue, columns);
+    const results = rows.map((row) => ({ id: row.id === null ? null : String(row.id), duplicate: row.duplicate }));
+    const missing = results.flatMap((result, i) => (result.id === null ? [columns[6][i]!] : []));
+    if (missing.length > 0) {
+      // The conflicting job committed after this statement's snapshot: look again.
+      const found = await run<{ id: string; dedupe_key: string }>(this.#queries.findByDedupeKeys, [missing]);
+      const byKey = new Map(found.rows.map((row) => [row.dedupe_key, String(row.id)]));
+      results.forEach((result, i) => {
+        if (result.id === null) result.id = byKey.get(columns[6][i]!) ?? null;
+      });
+    }
+    return results.map((result, i) => {
+      if (result.id === null) throw new ErrandError("dedupe_race", `job with dedupe key '${columns[6][i]}' was neither inserted nor found (deleted concurrently?)`);
+      return { id: result.id, duplicate: result.duplicate };
+    });
+  }
+
+  #columns(specs: readonly JobSpec[]) {
+    const kinds: string[] = [], payloads: string[] = [], runAts: (string | null)[] = [], delays: (number | null)[] = [];
+    const maxAttempts: number[] = [], priorities: number[] = [], dedupeKeys: (string | null)[] = [], retries: (string | null)[] = [];
+    specs.forEach((spec, i) => {
+      const field = specs.length === 1 ? "" : `jobs[${i}].`;
+      checkKeys(spec, specs.length === 1 ? "" : `jobs[${i}]`, ["kind", "payload", "runAt", "delay", "maxAttempts", "priority", "dedupeKey", "retry"]);
+      if (typeof spec.kind !== "string" || spec.kind.length === 0 || spec.kind.length > 200) throw new ValidationError(`${field}kind`, "must be a non-empty string of at most 200 characters");
+      const kind = this.kinds.get(spec.kind);
+      kinds.push(spec.kind);
+      payloads.push(serialisePayload(spec.payload === undefined ? {} : spec.payload, this.#maxPayloadBytes, `${field}payload`));
+      if (spec.runAt !== undefined && spec.delay !== undefined) throw new ValidationError(`${field}runAt`, "give runAt or delay, not both");
+      runAts.push(spec.runAt === undefined ? null : checkDate(spec.runAt, `${field}runAt`));
+      delays.push(spec.delay === undefined ? null : nonNegativeMs(spec.delay, `${field}delay`));
+      maxAttempts.push(spec.maxAttempts === undefined ? (kind?.maxAttempts ?? defaultMaxAttempts) : checkMaxAttempts(spec.maxAttempts, `${field}maxAttempts`));
+      priorities.push(spec.priority === undefined ? (kind?.priority ?? 0) : integer(spec.priority, `${field}priority`));
+      if (spec.dedupeKey !== undefined && (typeof spec.dedupeKey !== "string" || spec.dedupeKey.length === 0)) throw new ValidationError(`${field}dedupeKey`, "must be a non-empty string");
+      dedupeKeys.push(spec.dedupeKey ?? null);
+      retries.push(spec.retry === undefined ? null : JSON.stringify(resolveRetryPolicy(spec.retry, `${field}retry`, kind?.retry ?? defaultRetryPolicy)));
+    });
+    return [kinds, payloads, runAts, delays, maxAttempts, priorities, dedupeKeys, retries] as const;
+  }
+
+  /** One job by id, or `null`. */
+  async getJob(id: string | number): Promise<Job | null> {
+    const { rows } = await this.driver.run<JobRow>(this.#queries.getJob, [checkId(id, "id")]);
+    return rows[0] ? toJob(rows[0]) : null;
+  }
+
+  /** Dead letters: the jobs a person must look at. */
+  readonly dead = {
+    /** Dead jobs, oldest id first; filter by kind; page with `afterId`. */
+    list: async (options: { readonly kind?: string; readonly limit?: number; readonly afterId?: string | number } = {}): Promise<Job[]> => {
+      checkKeys(options, "", ["kind", "limit", "afterId"]);
+      const limit = options.limit ?? 100;
+      if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) throw new ValidationError("limit", "must be an integer from 1 to 10000");
+      const { rows } = await this.driver.run<JobRow>(this.#queries.listDead, [options.kind ?? null, limit, options.afterId === undefined ? "0" : checkId(options.afterId, "afterId")]);
+      return rows.map(toJob);
+    },
+    /**
+     * Puts dead jobs back to `ready` with attempts reset (their error history kept).
+     * Returns the ids retried. Explicit ids that are not dead jobs raise an error naming them, and nothing changes.
+     */
+    retry: (selector: DeadSelector): Promise<string[]> => this.#actOnDead("retryDead", selector),
+    /** Deletes dead jobs. Returns the ids discarded; same rules as `retry`. */
+    discard: (selector: DeadSelector): Promise<string[]> => this.#actOnDead("discardDead", selector),
+  };
+
+  async #actOnDead(query: "retryDead" | "discardDead", selector: DeadSelector): Promise<string[]> {
+    const [ids, kind] = deadFilter(selector);
+    return this.driver.transaction(async (tx) => {
+      const { rows } = await tx.query<{ id: string }>(this.#queries[query].text, [ids, kind]);
+      const done = rows.map((row) => String(row.id));
+      if (ids) {
+        const missing = ids.filter((id) => !done.includes(id));
+        if (missing.length > 0) {
+          throw new ErrandError("not_found", `no dead job with id ${missing.join(", ")} (it does not exist or is not dead); nothing was changed`);
+        }
+      }
+      return done;
+    });
+  }
+
+  /**
+   * A worker for this database. Call `start()` to run it, `stop()` to shut it down.
+   *
+   * @example
+   * ```ts
+   * const worker = errand.worker({ handlers: { send_receipt: async ({ orderId }, ctx) => sendReceipt(orderId, ctx.idempotencyKey) } });
+   * await worker.start();
+   * ```
+   */
+  worker(options: WorkerOptions): Worker {
+    const worker = new Worker(this.driver, this.schema, this.kinds, options);
+    this.#workers.add(worker);
+    worker.onStopped(() => this.#workers.delete(worker));
+    return worker;
+  }
+
+  /** Stops this client's workers and closes what errand opened. */
+  async close(): Promise<void> {
+    await Promise.all([...this.#workers].map((worker) => worker.stop()));
+    await this.driver.close();
+  }
+}
+
+async function connect(options: ErrandOptions): Promise<Driver> {
+  const given = [options.connectionString, options.db, options.dataDir].filter((x) => x !== undefined).length;
+  if (given > 1) throw new ValidationError("connectionString", "give one of connectionString, db or dataDir");
+  if (options.connectionString !== undefined) {
+    if (!/^postgres(ql)?:\/\//.test(options.connectionString)) throw new ValidationError("connectionString", "must be a postgres:// URL");
+    const pool = new pg.Pool({ connectionString: options.connectionString, max: options.poolSize ?? 10 });
+    try {
+      await pool.query("SELECT 1");
+    } catch (error) {
+      await pool.end();
+      throw new ErrandError("connect_failed", `cannot connect to ${redact(options.connectionString)}: ${(error as Error).message}`, { cause: error });
+    }
+    return pgDriver(pool, true);
+  }
+  if (options.db instanceof pg.Pool) return pgDriver(options.db, false);
+  if (options.db instanceof PGlite) return pgliteDriver(options.db, false);
+  if (options.db !== undefined) throw new ValidationError("db", "must be a pg.Pool or a PGlite instance");
+  return openEmbedded(options.dataDir ?? defaultDataDir);
+}
+
+function redact(url: string): string {
+  return url.replace(/\/\/([^:@/]+):[^@/]*@/, "//$1:***@");
+}
+
+function checkDate(value: unknown, field: string): string {
+  const date = value instanceof Date ? value : typeof value === "string" ? new Date(value) : undefined;
+  if (!date || Number.isNaN(date.getTime())) throw new ValidationError(field, `must be a Date or an ISO 8601 time (got ${JSON.stringify(value)})`);
+  return date.toISOString();
+}
+
+function checkId(id: unknown, field: string): string {
+  const text = typeof id === "number" ? String(id) : id;
+  if (typeof text !== "string" || !/^[1-9][0-9]{0,18}$/.test(text)) throw new ValidationError(field, `must be a job id (a positive integer), got ${JSON.stringify(id)}`);
+  return text;
+}
+
+function deadFilter(selector: DeadSelector): [string[] | null, string | null] {
+  if (typeof selector !== "object" || selector === null) throw new ValidationError("selector", "must be { ids }, { kind } or { all: true }");
+  if ("ids" in selector) {
+    if (!Array.isArray(selector.ids) || selector.ids.length === 0) throw new ValidationError("ids", "must be a non-empty array of job ids");
+    return [selector.ids.map((id, i) => checkId(id, `ids[${i}]`)), null];
+  }
+  if ("kind" in selector) {
+    if (typeof selector.kind !== "string" || !selector.kind) throw new ValidationError("kind", "must be a non-empty string");
+    return [null, selector.kind];
+  }
+  if ("all" in selector && selector.all === true) return [null, null];
+  throw new ValidationError("selector", "must be { ids }, { kind } or { all: true }");
+}
+
+export type { Json };

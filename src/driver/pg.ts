@@ -1,0 +1,134 @@
+import pg from "pg";
+import type { Driver, QueryResult, Queryable, Statement, Transaction } from "./types.js";
+
+/** Options for {@link pgDriver}. */
+export interface PgDriverOptions {
+  /** Called when an idle connection fails (the server restarted, the network dropped). */
+  readonly onError?: (error: Error) => void;
+}
+
+/**
+ * A driver over a `pg` Pool. errand's hot statements are sent as named (prepared)
+ * statements. LISTEN uses one extra dedicated connection built from the pool's settings,
+ * reconnecting with backoff if it drops.
+ *
+ * @param ownsPool - close the pool in {@link Driver.close} (true when errand created it).
+ */
+export function pgDriver(pool: pg.Pool, ownsPool = false, options: PgDriverOptions = {}): Driver {
+  const onError = options.onError ?? (() => {});
+  // Without a listener, an idle client's error would crash the process.
+  pool.on("error", onError);
+  const listeners = new Set<() => Promise<void>>();
+
+  return {
+    dialect: "postgres",
+    async run<Row>(statement: Statement, params: readonly unknown[]): Promise<QueryResult<Row>> {
+      const result = await pool.query({ name: statement.name, text: statement.text, values: params as unknown[] });
+      return { rows: result.rows as Row[] };
+    },
+    async transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
+      const client = await pool.connect();
+      let broken = false;
+      try {
+        await client.query("BEGIN");
+        const result = await fn({ ...wrapClient(client), exec: async (sql) => void (await client.query(sql)) });
+        await client.query("COMMIT");
+        return result;
+      } catch (error) {
+        await client.query("ROLLBACK").catch(() => {
+          broken = true;
+        });
+        throw error;
+      } finally {
+        client.release(broken);
+      }
+    },
+    async listen(channel, onNotify, onReconnect) {
+      const stop = await listenWithReconnect(pool.options, channel, onNotify, onReconnect ?? (() => {}), onError);
+      listeners.add(stop);
+      return async () => {
+        listeners.delete(stop);
+        await stop();
+      };
+    },
+    async close() {
+      await Promise.all([...listeners].map((stop) => stop()));
+      listeners.clear();
+      pool.off("error", onError);
+      if (ownsPool) await pool.end();
+    },
+  };
+}
+
+/** Adapts a `pg` client to {@link Queryable}. */
+export function wrapClient(client: pg.ClientBase | pg.Pool): Queryable {
+  return {
+    async query<Row>(text: string, params?: readonly unknown[]) {
+      const result = await client.query(text, params as unknown[] | undefined);
+      return { rows: result.rows as Row[] };
+    },
+  };
+}
+
+async function listenWithReconnect(
+  config: pg.ClientConfig,
+  channel: string,
+  onNotify: () => void,
+  onReconnect: () => void,
+  onError: (error: Error) => void,
+): Promise<() => Promise<void>> {
+  let client: pg.Client | undefined;
+  let stopped = false;
+  let retryTimer: NodeJS.Timeout | undefined;
+  let failures = 0;
+
+  const connect = async (): Promise<void> => {
+    const next = new pg.Client(config);
+    next.on("notification", (message) => {
+      if (message.channel === channel) onNotify();
+    });
+    next.on("error", (error) => {
+      onError(error);
+      if (client === next) {
+        client = undefined;
+        next.end().catch(() => {});
+        scheduleReconnect();
+      }
+    });
+    await next.connect();
+    await next.query(`LISTEN ${quoteIdent(channel)}`);
+    if (stopped) {
+      await next.end();
+      return;
+    }
+    client = next;
+    failures = 0;
+  };
+
+  const scheduleReconnect = (): void => {
+    if (stopped || retryTimer) return;
+    const delay = Math.min(5_000, 100 * 2 ** failures++);
+    retryTimer = setTimeout(() => {
+      retryTimer = undefined;
+      connect().then(onReconnect, (error: Error) => {
+        onError(error);
+        scheduleReconnect();
+      });
+    }, delay);
+    retryTimer.unref();
+  };
+
+  await connect();
+  return async () => {
+    stopped = true;
+    if (retryTimer) clearTimeout(retryTimer);
+    const current = client;
+    client = undefined;
+    await current?.end().catch(() => {});
+  };
+}
+
+/** Quotes an identifier for SQL text. */
+export function quoteIdent(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}

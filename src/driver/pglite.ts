@@ -1,0 +1,41 @@
+import type { PGlite, Transaction as PGliteTransaction } from "@electric-sql/pglite";
+import type { Driver, QueryResult, Queryable, Statement, Transaction } from "./types.js";
+
+/**
+ * A driver over one PGlite instance. PGlite has a single connection, so statements are
+ * serialised; inside a transaction only the transaction's own handle may be used.
+ *
+ * @param onClose - extra cleanup after the database closes (e.g. releasing a lock file).
+ */
+export function pgliteDriver(db: PGlite, ownsDb = false, onClose?: () => void): Driver {
+  return {
+    dialect: "pglite",
+    async run<Row>(statement: Statement, params: readonly unknown[]): Promise<QueryResult<Row>> {
+      const result = await db.query<Row>(statement.text, params as unknown[]);
+      return { rows: result.rows };
+    },
+    transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
+      return db.transaction((tx) => fn({ ...wrapTransaction(tx), exec: async (sql) => void (await tx.exec(sql)) }));
+    },
+    async listen(channel, onNotify) {
+      const unlisten = await db.listen(channel, () => onNotify());
+      return async () => {
+        if (!db.closed) await unlisten();
+      };
+    },
+    async close() {
+      if (ownsDb && !db.closed) await db.close();
+      onClose?.();
+    },
+  };
+}
+
+/** Adapts a PGlite transaction to {@link Queryable}. */
+export function wrapTransaction(tx: PGliteTransaction | PGlite): Queryable {
+  return {
+    async query<Row>(text: string, params?: readonly unknown[]) {
+      const result = await tx.query<Row>(text, params as unknown[] | undefined);
+      return { rows: result.rows };
+    },
+  };
+}

@@ -1,0 +1,49 @@
+/** Rows returned by a query. */
+export interface QueryResult<Row> {
+  readonly rows: Row[];
+}
+
+/**
+ * The one thing errand needs from a connection: run a statement with `$1…` parameters.
+ * A `pg` Pool, Client or PoolClient, a PGlite instance or a PGlite transaction all fit,
+ * which is how enqueue joins the caller's transaction.
+ */
+export interface Queryable {
+  query<Row = Record<string, unknown>>(text: string, params?: readonly unknown[]): Promise<QueryResult<Row>>;
+}
+
+/** A connection inside a transaction; `exec` runs several statements (no parameters). */
+export interface Transaction extends Queryable {
+  exec(sql: string): Promise<void>;
+}
+
+/** A named statement: `name` lets drivers that support it prepare the text once. */
+export interface Statement {
+  readonly name: string;
+  readonly text: string;
+}
+
+/**
+ * errand's seam to a database: statements, transactions and wake-ups.
+ * Adapters: {@link pgDriver} and {@link pgliteDriver}.
+ */
+export interface Driver {
+  readonly dialect: "postgres" | "pglite";
+  /** Runs a (possibly prepared) statement outside any transaction. */
+  run<Row = Record<string, unknown>>(statement: Statement, params: readonly unknown[]): Promise<QueryResult<Row>>;
+  /** Runs `fn` in one transaction: commit when it resolves, roll back when it throws. */
+  transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T>;
+  /**
+   * Calls `onNotify` for each notification on `channel`, and `onReconnect` after the
+   * listening connection was lost and restored (notifications may have been missed).
+   * Resolves to a function that stops listening.
+   */
+  listen(channel: string, onNotify: () => void, onReconnect?: () => void): Promise<() => Promise<void>>;
+  /** Closes what the driver opened (not connections the caller passed in). */
+  close(): Promise<void>;
+}
+
+/** Runs a statement on a caller-supplied connection (ignores the statement name). */
+export function runOn<Row>(db: Queryable, statement: Statement, params: readonly unknown[]): Promise<QueryResult<Row>> {
+  return db.query<Row>(statement.text, params);
+}

@@ -1,0 +1,11 @@
+export { Errand, type ErrandOptions, type EnqueueOptions, type EnqueueResult, type JobSpec, type DeadSelector, type SqlClient } from "./client.js";
+export { ErrandError, ValidationError, PermanentError, UnknownKindError, permanent } from "./errors.js";
+export type { Job, JobStatus, JobError } from "./job.js";
+export type { KindOptions } from "./options.js";
+export { snooze, type Snooze } from "./outcomes.js";
+export type { Json } from "./payload.js";
+export { type RetryPolicy, defaultRetryPolicy, defaultMaxAttempts, retryDelay } from "./retry-policy.js";
+export type { Driver, Queryable, Statement, Transaction, QueryResult } from "./driver/types.js";
+export type { Worker, WorkerOptions, WorkerEvent } from "./worker/worker.js";
+export type { Handler, Handlers, JobContext } from "./worker/handlers.js";
+export type { ClaimedJob } from "./worker/executor.js";

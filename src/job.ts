@@ -1,0 +1,93 @@
+import type { Json } from "./payload.js";
+
+/**
+ * A job's status. Who moves it:
+ * - `ready` → `running`: a worker's claim (attempts + 1, lease set).
+ * - `running` → `done`: the worker's completer, after the handler resolved.
+ * - `running` → `ready`: a failure with attempts left (after a backoff), a graceful
+ *   release (attempt refunded), or the rescuer when the lease expired.
+ * - `running` → `dead`: a permanent error, the last attempt failing, or the rescuer
+ *   burying a job whose last attempt's lease expired.
+ * - `dead` → `ready`: a person retrying it (attempts reset); `dead` → deleted: discard.
+ * - `done` → deleted: the pruner, after the retention period.
+ */
+export type JobStatus = "ready" | "running" | "done" | "dead";
+
+/** One recorded failure in a job's history. */
+export interface JobError {
+  readonly attempt: number;
+  readonly at: string;
+  readonly error: string;
+}
+
+/** A job row as errand returns it. Ids are strings: PostgreSQL `bigint` exceeds JS numbers. */
+export interface Job<Payload = Json> {
+  readonly id: string;
+  readonly kind: string;
+  readonly payload: Payload;
+  readonly status: JobStatus;
+  readonly priority: number;
+  readonly attempts: number;
+  readonly maxAttempts: number;
+  readonly runAt: Date;
+  readonly lockedUntil: Date | null;
+  readonly lockedBy: string | null;
+  readonly lastError: string | null;
+  readonly errors: readonly JobError[];
+  readonly dedupeKey: string | null;
+  readonly createdAt: Date;
+  readonly startedAt: Date | null;
+  readonly finishedAt: Date | null;
+}
+
+/** The row shape the job queries return. */
+export interface JobRow {
+  id: string | number;
+  kind: string;
+  payload: unknown;
+  status: JobStatus;
+  priority: number;
+  attempts: number;
+  max_attempts: number;
+  run_at: Date | string;
+  locked_until: Date | string | null;
+  locked_by: string | null;
+  last_error: string | null;
+  errors: unknown;
+  retry: unknown;
+  dedupe_key: string | null;
+  created_at: Date | string;
+  started_at: Date | string | null;
+  finished_at: Date | string | null;
+}
+
+/** Converts a row to the public {@link Job} shape. */
+export function toJob(row: JobRow): Job {
+  return {
+    id: String(row.id),
+    kind: row.kind,
+    payload: row.payload as Json,
+    status: row.status,
+    priority: Number(row.priority),
+    attempts: Number(row.attempts),
+    maxAttempts: Number(row.max_attempts),
+    runAt: toDate(row.run_at),
+    lockedUntil: row.locked_until === null ? null : toDate(row.locked_until),
+    lockedBy: row.locked_by,
+    lastError: row.last_error,
+    errors: (parseJson(row.errors) as JobError[] | null) ?? [],
+    dedupeKey: row.dedupe_key,
+    createdAt: toDate(row.created_at),
+    startedAt: row.started_at === null ? null : toDate(row.started_at),
+    finishedAt: row.finished_at === null ? null : toDate(row.finished_at),
+  };
+}
+
+/** Drivers differ: some parse jsonb, some hand back text. */
+export function parseJson(value: unknown): unknown {
+  return typeof value === "string" ? JSON.parse(value) : value;
+}
+
+function toDate(value: Date | string): Date {
+  return value instanceof Date ? value : new Date(value);
+}

@@ -1,0 +1,218 @@
+import type { Statement } from "../driver/types.js";
+import { channelFor, qualified, statement } from "./schema.js";
+
+/** Every statement errand runs, for one schema. Built once per client. */
+export interface Queries {
+  readonly enqueue: Statement;
+  readonly findByDedupeKeys: Statement;
+  readonly claim: Statement;
+  readonly complete: Statement;
+  readonly fail: Statement;
+  readonly release: Statement;
+  readonly heartbeat: Statement;
+  readonly rescue: Statement;
+  readonly getJob: Statement;
+  readonly listDead: Statement;
+  readonly retryDead: Statement;
+  readonly discardDead: Statement;
+}
+
+const cache = new Map<string, Queries>();
+
+/** The statements for `schema` (memoised). */
+export function queriesFor(schema: string): Queries {
+  let queries = cache.get(schema);
+  if (!queries) {
+    queries = build(qualified(schema), channelFor(schema));
+    cache.set(schema, queries);
+  }
+  return queries;
+}
+
+/** Columns returned for a job everywhere a whole job is returned. */
+const jobColumns = `j.id, j.kind, j.payload, j.status, j.priority, j.attempts, j.max_attempts, j.run_at,
+  j.locked_until, j.locked_by, j.last_error, j.errors, j.retry, j.dedupe_key, j.created_at, j.started_at, j.finished_at`;
+
+function build(s: string, channel: string): Queries {
+  const jobs = `${s}.jobs`;
+  return {
+    /*
+     * enqueue — inserts n jobs in one statement. Ids are drawn first so each input row
+     * can be matched to its job; a row whose dedupe_key exists is not inserted
+     * (ON CONFLICT DO NOTHING) and returns the existing id when this snapshot sees it
+     * (else null: the caller looks it up again, see findByDedupeKeys).
+     * $1 kind text[], $2 payload text[] (JSON), $3 run_at timestamptz[] (null = now),
+     * $4 delay_ms float8[] (null = 0), $5 max_attempts int[], $6 priority int[],
+     * $7 dedupe_key text[], $8 retry text[] (JSON or null)
+     * rows: ord, id (string|null), duplicate
+     */
+    enqueue: statement(`
+      WITH input AS (
+        SELECT nextval(pg_get_serial_sequence('${jobs}', 'id')) AS id, t.*
+        FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::float8[], $5::int[], $6::int[], $7::text[], $8::text[])
+          WITH ORDINALITY AS t(kind, payload, run_at, delay_ms, max_attempts, priority, dedupe_key, retry, ord)
+      ), inserted AS (
+        INSERT INTO ${jobs} (id, kind, payload, run_at, max_attempts, priority, dedupe_key, retry)
+        SELECT id, kind, payload::jsonb,
+               coalesce(run_at, now() + coalesce(delay_ms, 0) * interval '1 millisecond'),
+               max_attempts, priority, dedupe_key, retry::jsonb
+        FROM input ORDER BY ord
+        ON CONFLICT (dedupe_key) DO NOTHING
+        RETURNING id, dedupe_key
+      )
+      SELECT input.ord,
+             coalesce(inserted.id,
+                      (SELECT i.id FROM inserted i WHERE i.dedupe_key = input.dedupe_key),
+                      (SELECT j.id FROM ${jobs} j WHERE j.dedupe_key = input.dedupe_key)) AS id,
+             inserted.id IS NULL AS duplicate
+      FROM input LEFT JOIN inserted ON inserted.id = input.id
+      ORDER BY input.ord`),
+
+    /* findByDedupeKeys — $1 text[]; rows: id, dedupe_key */
+    findByDedupeKeys: statement(`SELECT id, dedupe_key FROM ${jobs} WHERE dedupe_key = ANY($1::text[])`),
+
+    /*
+     * claim — takes up to $1 ready, due jobs in priority then run_at order, skipping rows
+     * other workers hold, and leases them to worker $2 for $4 ms (or the kind's lease in
+     * $3, a JSON object kind → ms). Commits on its own: no transaction stays open.
+     * rows: id, kind, payload, attempts, max_attempts, retry, run_at, created_at
+     */
+    claim: statement(`
+      WITH next AS (
+        SELECT id FROM ${jobs}
+        WHERE status = 'ready' AND run_at <= now()
+        ORDER BY priority DESC, run_at, id
+        LIMIT $1
+        FOR UPDATE SKIP LOCKED
+      )
+      UPDATE ${jobs} j
+      SET status = 'running',
+          attempts = j.attempts + 1,
+          locked_by = $2,
+          locked_until = now() + coalesce(($3::jsonb ->> j.kind)::float8, $4::float8) * interval '1 millisecond',
+          started_at = now()
+      FROM next WHERE j.id = next.id
+      RETURNING j.id, j.kind, j.payload, j.attempts, j.max_attempts, j.retry, j.run_at, j.created_at`),
+
+    /*
+     * complete — marks jobs done, but only those still leased to this worker for this
+     * attempt: a late result after the lease was lost is not recorded.
+     * $1 id bigint[], $2 attempt int[], $3 worker id; rows: id
+     */
+    complete: statement(`
+      UPDATE ${jobs} j
+      SET status = 'done', locked_until = NULL, locked_by = NULL, finished_at = now()
+      FROM unnest($1::bigint[], $2::int[]) AS c(id, attempt)
+      WHERE j.id = c.id AND j.attempts = c.attempt AND j.status = 'running' AND j.locked_by = $3
+      RETURNING j.id`),
+
+    /*
+     * fail — records failed attempts: back to ready after the given delay, or dead when
+     * the error is permanent or attempts are used up. Keeps last_error and appends to the
+     * errors history (the last 25 kept).
+     * $1 id bigint[], $2 attempt int[], $3 error text[], $4 delay_ms float8[],
+     * $5 permanent bool[], $6 worker id; rows: id, status
+     */
+    fail: statement(`
+      UPDATE ${jobs} j
+      SET status = CASE WHEN f.permanent OR j.attempts >= j.max_attempts THEN 'dead' ELSE 'ready' END,
+          run_at = CASE WHEN f.permanent OR j.attempts >= j.max_attempts THEN j.run_at
+                        ELSE now() + f.delay_ms * interval '1 millisecond' END,
+          finished_at = CASE WHEN f.permanent OR j.attempts >= j.max_attempts THEN now() END,
+          last_error = f.error,
+          errors = (CASE WHEN jsonb_array_length(j.errors) >= 25 THEN j.errors - 0 ELSE j.errors END)
+                   || jsonb_build_array(jsonb_build_object('attempt', j.attempts, 'at', now(), 'error', f.error)),
+          locked_until = NULL, locked_by = NULL
+      FROM unnest($1::bigint[], $2::int[], $3::text[], $4::float8[], $5::bool[]) AS f(id, attempt, error, delay_ms, permanent)
+      WHERE j.id = f.id AND j.attempts = f.attempt AND j.status = 'running' AND j.locked_by = $6
+      RETURNING j.id, j.status`),
+
+    /*
+     * release — gives jobs back without spending an attempt (shutdown, or claimed but
+     * never started, or snoozed). $1 id bigint[], $2 attempt int[], $3 worker id,
+     * $4 delay_ms float8[] (0 keeps run_at); rows: id
+     */
+    release: statement(`
+      UPDATE ${jobs} j
+      SET status = 'ready', attempts = j.attempts - 1, locked_until = NULL, locked_by = NULL,
+          run_at = CASE WHEN r.delay_ms > 0 THEN now() + r.delay_ms * interval '1 millisecond' ELSE j.run_at END
+      FROM unnest($1::bigint[], $2::int[], $4::float8[]) AS r(id, attempt, delay_ms)
+      WHERE j.id = r.id AND j.attempts = r.attempt AND j.status = 'running' AND j.locked_by = $3
+      RETURNING j.id`),
+
+    /*
+     * heartbeat — extends the leases of this worker's jobs; a job missing from the result
+     * was lost (rescued, retried elsewhere or deleted) and its handler must stop.
+     * $1 id bigint[], $2 attempt int[], $3 worker id, $4 kind → lease ms (JSON), $5 default
+     * lease ms; rows: id
+     */
+    heartbeat: statement(`
+      UPDATE ${jobs} j
+      SET locked_until = now() + coalesce(($4::jsonb ->> j.kind)::float8, $5::float8) * interval '1 millisecond'
+      FROM unnest($1::bigint[], $2::int[]) AS h(id, attempt)
+      WHERE j.id = h.id AND j.attempts = h.attempt AND j.status = 'running' AND j.locked_by = $3
+      RETURNING j.id`),
+
+    /*
+     * rescue — returns up to $1 jobs whose lease expired (their worker died or overran)
+     * to ready, or buries them as dead when that was their last attempt, so a job that
+     * kills its worker every time cannot loop forever. The attempt is not refunded.
+     * rows: id, status
+     */
+    rescue: statement(`
+      WITH expired AS (
+        SELECT id FROM ${jobs}
+        WHERE status = 'running' AND locked_until < now()
+        ORDER BY locked_until
+        LIMIT $1
+        FOR UPDATE SKIP LOCKED
+      ), described AS (
+        SELECT j.id, j.attempts >= j.max_attempts AS last,
+               format('lease expired on attempt %s of %s (worker %s died or overran its lease)',
+                      j.attempts, j.max_attempts, coalesce(j.locked_by, '?')) AS message
+        FROM ${jobs} j JOIN expired USING (id)
+      )
+      UPDATE ${jobs} j
+      SET status = CASE WHEN d.last THEN 'dead' ELSE 'ready' END,
+          finished_at = CASE WHEN d.last THEN now() END,
+          run_at = CASE WHEN d.last THEN j.run_at ELSE now() END,
+          last_error = CASE WHEN d.last THEN coalesce(j.last_error || E'\\n', '') || d.message ELSE j.last_error END,
+          errors = (CASE WHEN jsonb_array_length(j.errors) >= 25 THEN j.errors - 0 ELSE j.errors END)
+                   || jsonb_build_array(jsonb_build_object('attempt', j.attempts, 'at', now(), 'error', d.message)),
+          locked_until = NULL, locked_by = NULL
+      FROM described d WHERE j.id = d.id
+      RETURNING j.id, j.status`),
+
+    /* getJob — $1 id; rows: job */
+    getJob: statement(`SELECT ${jobColumns} FROM ${jobs} j WHERE j.id = $1`),
+
+    /* listDead — $1 kind (null = all), $2 limit, $3 after id (keyset); rows: job */
+    listDead: statement(`
+      SELECT ${jobColumns} FROM ${jobs} j
+      WHERE j.status = 'dead' AND ($1::text IS NULL OR j.kind = $1) AND j.id > $3::bigint
+      ORDER BY j.id LIMIT $2`),
+
+    /*
+     * retryDead — dead jobs back to ready with attempts reset; last_error and the errors
+     * history are kept. $1 id bigint[] (null = by kind), $2 kind (null = any); rows: id
+     */
+    retryDead: statement(`
+      WITH retried AS (
+        UPDATE ${jobs} j
+        SET status = 'ready', attempts = 0, run_at = now(), finished_at = NULL
+        WHERE j.status = 'dead'
+          AND ($1::bigint[] IS NULL OR j.id = ANY($1::bigint[]))
+          AND ($2::text IS NULL OR j.kind = $2)
+        RETURNING j.id
+      )
+      SELECT retried.id, pg_notify('${channel}', '') IS NULL AS notified FROM retried`),
+
+    /* discardDead — deletes dead jobs; same filters as retryDead; rows: id */
+    discardDead: statement(`
+      DELETE FROM ${jobs} j
+      WHERE j.status = 'dead'
+        AND ($1::bigint[] IS NULL OR j.id = ANY($1::bigint[]))
+        AND ($2::text IS NULL OR j.kind = $2)
+      RETURNING j.id`),
+  };
+}

@@ -1,0 +1,385 @@
+import { hostname } from "node:os";
+import { randomBytes } from "node:crypto";
+import { type Clock, systemClock } from "../clock.js";
+import { ErrandError, ValidationError } from "../errors.js";
+import type { Driver } from "../driver/types.js";
+import { parseJson } from "../job.js";
+import { type ResolvedKind, checkKeys, defaultLeaseMs, positiveMs, nonNegativeMs } from "../options.js";
+import { type RetryPolicy, defaultRetryPolicy } from "../retry-policy.js";
+import { type Queries, queriesFor } from "../sql/queries.js";
+import { channelFor } from "../sql/schema.js";
+import { Completer } from "./completer.js";
+import { type ClaimedJob, type Outcome, execute } from "./executor.js";
+import type { Handlers } from "./handlers.js";
+import { Wake } from "./wake.js";
+
+/** How a worker runs. Every field has a default that suits most apps. */
+export interface WorkerOptions {
+  /** Handlers by job kind. A job of a kind not listed fails with an error naming it. */
+  readonly handlers: Handlers;
+  /** Handlers running at once. Default 10. */
+  readonly concurrency?: number;
+  /** Extra jobs claimed ahead into a local buffer (leased, not started). Default = concurrency. */
+  readonly prefetch?: number;
+  /** Lease for kinds without their own `leaseMs`. Default 5 minutes. */
+  readonly leaseMs?: number;
+  /** Fallback poll when no notification arrives. Default 1000 ms. */
+  readonly pollIntervalMs?: number;
+  /** How long `stop()` lets running handlers finish before aborting them. Default 25 s. */
+  readonly shutdownTimeoutMs?: number;
+  /** How often leases are extended. Default a third of the shortest lease. */
+  readonly heartbeatIntervalMs?: number;
+  /** How often expired leases are rescued (0 = never, e.g. when another process does it). Default 30 s. */
+  readonly rescueIntervalMs?: number;
+  /** How long an outcome may wait to join a batch write. Default 2 ms. */
+  readonly flushDelayMs?: number;
+  /** This worker's name in `locked_by`. Default `host:pid:random`. */
+  readonly workerId?: string;
+  /** Receives every job outcome and worker event (for logs and tests). */
+  readonly onEvent?: (event: WorkerEvent) => void;
+}
+
+/** What a worker reports through `onEvent`. */
+export type WorkerEvent =
+  | { readonly type: "started"; readonly workerId: string }
+  | { readonly type: "stopped"; readonly workerId: string; readonly released: number }
+  | { readonly type: "job_done"; readonly job: ClaimedJob; readonly durationMs: number }
+  | { readonly type: "job_failed"; readonly job: ClaimedJob; readonly durationMs: number; readonly error: string; readonly retryInMs: number }
+  | { readonly type: "job_dead"; readonly job: ClaimedJob; readonly durationMs: number; readonly error: string }
+  | { readonly type: "job_snoozed"; readonly job: ClaimedJob; readonly delayMs: number }
+  | { readonly type: "lease_lost"; readonly jobIds: readonly string[] }
+  | { readonly type: "rescued"; readonly ready: number; readonly dead: number }
+  | { readonly type: "error"; readonly during: string; readonly error: unknown };
+
+interface Running {
+  readonly job: ClaimedJob;
+  readonly controller: AbortController;
+  /** Set when the result must not be written (lease lost, or released at shutdown). */
+  discard: boolean;
+}
+
+interface ClaimRow {
+  id: string | number;
+  kind: string;
+  payload: unknown;
+  attempts: number;
+  max_attempts: number;
+  retry: unknown;
+  run_at: Date | string;
+  created_at: Date | string;
+}
+
+/**
+ * Claims jobs in batches with `FOR UPDATE SKIP LOCKED`, runs up to `concurrency`
+ * handlers, writes outcomes in batches, keeps leases alive with a heartbeat and
+ * rescues expired leases. Create one with `errand.worker(options)`.
+ */
+export class Worker {
+  /** This worker's id, as written to `locked_by`. */
+  readonly id: string;
+  readonly #driver: Driver;
+  readonly #queries: Queries;
+  readonly #schema: string;
+  readonly #kinds: ReadonlyMap<string, ResolvedKind>;
+  readonly #handlers: Handlers;
+  readonly #concurrency: number;
+  readonly #prefetch: number;
+  readonly #leaseMs: number;
+  readonly #leases: string;
+  readonly #pollIntervalMs: number;
+  readonly #shutdownTimeoutMs: number;
+  readonly #heartbeatIntervalMs: number;
+  readonly #rescueIntervalMs: number;
+  readonly #onEvent: (event: WorkerEvent) => void;
+  readonly #clock: Clock = systemClock;
+  readonly #completer: Completer;
+  readonly #wake = new Wake();
+  readonly #buffer: ClaimedJob[] = [];
+  readonly #running = new Map<string, Running>();
+  readonly #stoppedCallbacks: (() => void)[] = [];
+  #state: "idle" | "running" | "stopping" | "stopped" = "idle";
+  #loop: Promise<void> | undefined;
+  #stopping: Promise<void> | undefined;
+  #unlisten: (() => Promise<void>) | undefined;
+  #timers: NodeJS.Timeout[] = [];
+  #queueMayHaveJobs = true;
+  #claimFailures = 0;
+
+  constructor(driver: Driver, schema: string, kinds: ReadonlyMap<string, ResolvedKind>, options: WorkerOptions) {
+    checkKeys(options, "", ["handlers", "concurrency", "prefetch", "leaseMs", "pollIntervalMs", "shutdownTimeoutMs", "heartbeatIntervalMs", "rescueIntervalMs", "flushDelayMs", "workerId", "onEvent"]);
+    if (typeof options.handlers !== "object" || options.handlers === null) throw new ValidationError("handlers", "must be an object mapping kind → async function");
+    for (const [kind, handler] of Object.entries(options.handlers)) {
+      if (typeof handler !== "function") throw new ValidationError(`handlers.${kind}`, "must be a function");
+    }
+    this.#driver = driver;
+    this.#schema = schema;
+    this.#queries = queriesFor(schema);
+    this.#kinds = kinds;
+    this.#handlers = options.handlers;
+    this.#concurrency = count(options.concurrency ?? 10, "concurrency", 1);
+    this.#prefetch = count(options.prefetch ?? this.#concurrency, "prefetch", 0);
+    this.#leaseMs = positiveMs(options.leaseMs ?? defaultLeaseMs, "leaseMs");
+    const leases: Record<string, number> = {};
+    for (const [kind, settings] of kinds) if (settings.leaseMs !== undefined) leases[kind] = settings.leaseMs;
+    this.#leases = JSON.stringify(leases);
+    const shortest = Math.min(this.#leaseMs, ...Object.values(leases));
+    this.#pollIntervalMs = positiveMs(options.pollIntervalMs ?? 1_000, "pollIntervalMs");
+    this.#shutdownTimeoutMs = nonNegativeMs(options.shutdownTimeoutMs ?? 25_000, "shutdownTimeoutMs");
+    this.#heartbeatIntervalMs = positiveMs(options.heartbeatIntervalMs ?? Math.max(50, shortest / 3), "heartbeatIntervalMs");
+    if (this.#heartbeatIntervalMs >= shortest) throw new ValidationError("heartbeatIntervalMs", `must be shorter than the shortest lease (${shortest} ms)`);
+    this.#rescueIntervalMs = nonNegativeMs(options.rescueIntervalMs ?? 30_000, "rescueIntervalMs");
+    this.#onEvent = options.onEvent ?? (() => {});
+    this.id = options.workerId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
+    this.#completer = new Completer(driver, this.#queries, this.id, nonNegativeMs(options.flushDelayMs ?? 2, "flushDelayMs"), (error) =>
+      this.#emit({ type: "error", during: "complete", error }),
+    );
+    this.#completer.onLost = (ids) => this.#emit({ type: "lease_lost", jobIds: ids });
+  }
+
+  /** Jobs whose handlers are running now. */
+  get activeCount(): number {
+    return this.#running.size;
+  }
+
+  /** Starts listening, claiming and running jobs. Resolves once it is listening. */
+  async start(): Promise<void> {
+    if (this.#state !== "idle") throw new ErrandError("worker_state", `worker is ${this.#state}; create a new one to start again`);
+    this.#state = "running";
+    try {
+      this.#unlisten = await this.#driver.listen(channelFor(this.#schema), () => this.#nudge(), () => this.#nudge());
+    } catch (error) {
+      // Polling still works without notifications.
+      this.#emit({ type: "error", during: "listen", error });
+    }
+    this.#every(this.#heartbeatIntervalMs, () => this.#heartbeat());
+    if (this.#rescueIntervalMs > 0) this.#every(this.#rescueIntervalMs, () => this.rescue().then(() => {}));
+    this.#loop = this.#claimLoop();
+    this.#emit({ type: "started", workerId: this.id });
+  }
+
+  /**
+   * Stops claiming at once, gives back claimed-but-unstarted jobs, lets running handlers
+   * finish for up to `timeout` ms (default `shutdownTimeoutMs`), then aborts the rest
+   * through their `AbortSignal` and returns them to `ready` without spending an attempt.
+   * Writes every pending outcome before it resolves.
+   */
+  stop(options: { readonly timeout?: number } = {}): Promise<void> {
+    if (this.#state === "idle") {
+      this.#state = "stopped";
+      this.#finishStop();
+    }
+    this.#stopping ??= this.#stop(options.timeout ?? this.#shutdownTimeoutMs);
+    return this.#stopping;
+  }
+
+  /** Calls `fn` once the worker has stopped. */
+  onStopped(fn: () => void): void {
+    if (this.#state === "stopped") fn();
+    else this.#stoppedCallbacks.push(fn);
+  }
+
+  /**
+   * Claims one batch (up to `concurrency` jobs), runs it, writes the outcomes and
+   * returns how many jobs ran. For tests and scripts; not while the worker is started.
+   */
+  async runOnce(): Promise<number> {
+    if (this.#state !== "idle") throw new ErrandError("worker_state", "runOnce() is for a worker that was not started");
+    const jobs = await this.#claim(this.#concurrency);
+    await Promise.all(jobs.map((job) => this.#run(job)));
+    await this.#completer.flush();
+    return jobs.length;
+  }
+
+  /**
+   * Returns expired leases to `ready` (or `dead` on their last attempt). Safe to run
+   * from many workers at once. Returns how many jobs were rescued and buried.
+   */
+  async rescue(): Promise<{ ready: number; dead: number }> {
+    try {
+      const { rows } = await this.#driver.run<{ id: string; status: string }>(this.#queries.rescue, [1000]);
+      const dead = rows.filter((row) => row.status === "dead").length;
+      const ready = rows.length - dead;
+      if (rows.length) {
+        this.#emit({ type: "rescued", ready, dead });
+        if (ready) this.#nudge();
+      }
+      return { ready, dead };
+    } catch (error) {
+      this.#emit({ type: "error", during: "rescue", error });
+      return { ready: 0, dead: 0 };
+    }
+  }
+
+  async #claimLoop(): Promise<void> {
+    const capacity = this.#concurrency + this.#prefetch;
+    const refillAt = Math.max(1, Math.floor(capacity / 4));
+    while (this.#state === "running") {
+      const free = capacity - this.#running.size - this.#buffer.length;
+      const worthIt = free >= refillAt || (free > 0 && this.#buffer.length === 0);
+      if (this.#queueMayHaveJobs && worthIt) {
+        try {
+          const jobs = await this.#claim(free);
+          this.#claimFailures = 0;
+          if (this.#state !== "running") {
+            this.#buffer.push(...jobs); // released by stop()
+            break;
+          }
+          this.#buffer.push(...jobs);
+          this.#dispatch();
+          if (jobs.length === free) continue; // there may be more: claim again when slots free up
+          this.#queueMayHaveJobs = false;
+        } catch (error) {
+          this.#emit({ type: "error", during: "claim", error });
+          const delay = Math.min(10_000, 100 * 2 ** this.#claimFailures++);
+          await this.#wake.wait(delay);
+          continue;
+        }
+      }
+      const woken = await this.#wake.wait(this.#pollIntervalMs);
+      if (!woken) this.#queueMayHaveJobs = true;
+    }
+  }
+
+  /** A notification (or rescue) says jobs may be ready. */
+  #nudge(): void {
+    this.#queueMayHaveJobs = true;
+    this.#wake.wake();
+  }
+
+  async #claim(limit: number): Promise<ClaimedJob[]> {
+    const { rows } = await this.#driver.run<ClaimRow>(this.#queries.claim, [limit, this.id, this.#leases, this.#leaseMs]);
+    return rows.map((row) => ({
+      id: String(row.id),
+      kind: row.kind,
+      payload: row.payload,
+      attempt: Number(row.attempts),
+      maxAttempts: Number(row.max_attempts),
+      retry: (parseJson(row.retry) as RetryPolicy | null) ?? null,
+      runAt: new Date(row.run_at),
+      createdAt: new Date(row.created_at),
+    }));
+  }
+
+  #dispatch(): void {
+    while (this.#running.size < this.#concurrency && this.#buffer.length > 0 && this.#state === "running") {
+      void this.#run(this.#buffer.shift()!);
+    }
+  }
+
+  async #run(job: ClaimedJob): Promise<void> {
+    const entry: Running = { job, controller: new AbortController(), discard: false };
+    this.#running.set(job.id, entry);
+    const started = this.#clock.now();
+    const outcome = await execute(job, this.#handlers, entry.controller.signal, this.#policyFor(job.kind));
+    this.#running.delete(job.id);
+    if (!entry.discard) {
+      this.#completer.add(job, outcome);
+      this.#report(job, outcome, this.#clock.now() - started);
+    }
+    this.#dispatch();
+    if (this.#state === "running") this.#wake.wake();
+  }
+
+  #policyFor(kind: string): RetryPolicy {
+    return this.#kinds.get(kind)?.retry ?? defaultRetryPolicy;
+  }
+
+  #report(job: ClaimedJob, outcome: Outcome, durationMs: number): void {
+    if (outcome.type === "done") this.#emit({ type: "job_done", job, durationMs });
+    else if (outcome.type === "snoozed") this.#emit({ type: "job_snoozed", job, delayMs: outcome.delayMs });
+    else if (outcome.permanent || job.attempt >= job.maxAttempts) this.#emit({ type: "job_dead", job, durationMs, error: outcome.error });
+    else this.#emit({ type: "job_failed", job, durationMs, error: outcome.error, retryInMs: outcome.delayMs });
+  }
+
+  /** Extends the leases of every job this worker holds; aborts handlers whose lease is gone. */
+  async #heartbeat(): Promise<void> {
+    const held = [...[...this.#running.values()].map((r) => r.job), ...this.#buffer, ...this.#completer.jobs()];
+    if (held.length === 0) return;
+    let kept: Set<string>;
+    try {
+      const { rows } = await this.#driver.run<{ id: string }>(this.#queries.heartbeat, [held.map((j) => j.id), held.map((j) => j.attempt), this.id, this.#leases, this.#leaseMs]);
+      kept = new Set(rows.map((row) => String(row.id)));
+    } catch (error) {
+      this.#emit({ type: "error", during: "heartbeat", error });
+      return;
+    }
+    const lost: string[] = [];
+    for (const job of held) {
+      if (kept.has(job.id)) continue;
+      const running = this.#running.get(job.id);
+      if (running && running.job.attempt === job.attempt) {
+        running.discard = true;
+        running.controller.abort(new ErrandError("lease_lost", `the lease on job ${job.id} was lost; another worker may run it`));
+        lost.push(job.id);
+      }
+      const buffered = this.#buffer.findIndex((b) => b.id === job.id && b.attempt === job.attempt);
+      if (buffered >= 0) {
+        this.#buffer.splice(buffered, 1);
+        lost.push(job.id);
+      }
+    }
+    if (lost.length) this.#emit({ type: "lease_lost", jobIds: lost });
+  }
+
+  async #stop(timeout: number): Promise<void> {
+    if (this.#state === "stopped") return;
+    this.#state = "stopping";
+    this.#wake.wake();
+    await this.#loop;
+    await this.#unlisten?.().catch(() => {});
+    // Claimed but never started: give them back now so other workers can take them.
+    const unstarted = this.#buffer.splice(0);
+    for (const job of unstarted) this.#completer.add(job, { type: "released" });
+    if (this.#running.size > 0) {
+      const deadline = this.#clock.now() + timeout;
+      while (this.#running.size > 0 && this.#clock.now() < deadline) {
+        await this.#wake.wait(Math.max(1, deadline - this.#clock.now()));
+      }
+    }
+    let released = unstarted.length;
+    for (const running of this.#running.values()) {
+      running.discard = true;
+      running.controller.abort(new ErrandError("shutdown", "the worker is shutting down; the job will run again"));
+      this.#completer.add(running.job, { type: "released" });
+      released++;
+    }
+    this.#running.clear();
+    for (const timer of this.#timers) clearInterval(timer);
+    this.#timers = [];
+    await this.#completer.drain(this.#clock.now() + Math.max(5_000, timeout), () => this.#clock.now());
+    this.#state = "stopped";
+    this.#emit({ type: "stopped", workerId: this.id, released });
+    this.#finishStop();
+  }
+
+  #finishStop(): void {
+    for (const fn of this.#stoppedCallbacks.splice(0)) fn();
+  }
+
+  #every(ms: number, fn: () => Promise<void>): void {
+    let busy = false;
+    const timer = setInterval(() => {
+      if (busy) return;
+      busy = true;
+      fn().finally(() => {
+        busy = false;
+      });
+    }, ms);
+    this.#timers.push(timer);
+  }
+
+  #emit(event: WorkerEvent): void {
+    try {
+      this.#onEvent(event);
+    } catch {
+      // a logging hook must not break the worker
+    }
+  }
+}
+
+function count(value: unknown, field: string, min: number): number {
+  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > 10_000) {
+    throw new ValidationError(field, `must be an integer from ${min} to 10000 (got ${JSON.stringify(value)})`);
+  }
+  return value;
+}

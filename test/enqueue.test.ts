@@ -1,0 +1,134 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { ValidationError } from "../src/index.js";
+import { type TestErrand, testErrand } from "./support/db.js";
+
+let t: TestErrand;
+beforeEach(async () => {
+  t = await testErrand();
+});
+afterEach(() => t.cleanup());
+
+describe("enqueue", () => {
+  it("inserts a ready job with the seed's defaults", async () => {
+    const { id, duplicate } = await t.errand.enqueue("send_receipt", { order_id: 1042 });
+    expect(duplicate).toBe(false);
+    const job = await t.errand.getJob(id);
+    expect(job).toMatchObject({ kind: "send_receipt", payload: { order_id: 1042 }, status: "ready", attempts: 0, maxAttempts: 8, priority: 0 });
+  });
+
+  it("commits with the caller's transaction and vanishes with its rollback", async () => {
+    await t.sql(`CREATE TABLE ${t.schema}.orders (id int PRIMARY KEY, total int)`);
+    const kept = await t.inTransaction(async (client) => {
+      await client.query(`INSERT INTO ${t.schema}.orders (id, total) VALUES (1042, 59000)`);
+      return t.errand.enqueue("send_receipt", { order_id: 1042 }, { db: client });
+    });
+    const dropped = await t.inTransaction(async (client) => {
+      await client.query(`INSERT INTO ${t.schema}.orders (id, total) VALUES (1043, 100)`);
+      return t.errand.enqueue("send_receipt", { order_id: 1043 }, { db: client });
+    }, false);
+    expect(await t.errand.getJob(kept.id)).not.toBeNull();
+    expect(await t.errand.getJob(dropped.id)).toBeNull();
+    expect(await t.sql(`SELECT id FROM ${t.schema}.orders ORDER BY id`)).toEqual([{ id: 1042 }]);
+  });
+
+  it("runs the seed's own SQL verbatim with search_path set to errand's schema", async () => {
+    await t.sql(`CREATE TABLE ${t.schema}.orders (id int PRIMARY KEY, total int)`);
+    await t.inTransaction(async (client) => {
+      await client.query(`SET LOCAL search_path TO ${t.schema}`);
+      await client.query("INSERT INTO orders (id, total) VALUES (1042, 59000)");
+      await client.query(`INSERT INTO jobs (kind, payload, dedupe_key)
+VALUES ('send_receipt', '{"order_id": 1042}', 'receipt:1042')
+ON CONFLICT (dedupe_key) DO NOTHING`);
+      await client.query(`INSERT INTO jobs (kind, payload, dedupe_key)
+VALUES ('send_receipt', '{"order_id": 1042}', 'receipt:1042')
+ON CONFLICT (dedupe_key) DO NOTHING`);
+    });
+    const rows = await t.sql<{ kind: string; status: string; max_attempts: number }>(`SELECT kind, status, max_attempts FROM ${t.schema}.jobs`);
+    expect(rows).toEqual([{ kind: "send_receipt", status: "ready", max_attempts: 8 }]);
+  });
+
+  it("accepts a plain-SQL enqueue of kind and payload alone", async () => {
+    await t.sql(`INSERT INTO ${t.schema}.jobs (kind, payload) VALUES ('resize', '{"user_id": 7}')`);
+    const [row] = await t.sql<{ status: string; attempts: number; due: boolean }>(`SELECT status, attempts, run_at <= now() AS due FROM ${t.schema}.jobs`);
+    expect(row).toEqual({ status: "ready", attempts: 0, due: true });
+  });
+
+  it("returns the existing job for a duplicate dedupe key", async () => {
+    const first = await t.errand.enqueue("send_receipt", { order_id: 1 }, { dedupeKey: "receipt:1" });
+    const second = await t.errand.enqueue("send_receipt", { order_id: 1 }, { dedupeKey: "receipt:1" });
+    expect(second).toEqual({ id: first.id, duplicate: true });
+    expect(await t.sql(`SELECT count(*)::int AS n FROM ${t.schema}.jobs`)).toEqual([{ n: 1 }]);
+  });
+
+  it("keeps one row under 20 concurrent enqueues of one dedupe key", async () => {
+    const results = await Promise.all(Array.from({ length: 20 }, () => t.errand.enqueue("send_receipt", { order_id: 9 }, { dedupeKey: "receipt:9" })));
+    expect(new Set(results.map((r) => r.id)).size).toBe(1);
+    expect(results.filter((r) => !r.duplicate)).toHaveLength(1);
+    expect(await t.sql(`SELECT count(*)::int AS n FROM ${t.schema}.jobs`)).toEqual([{ n: 1 }]);
+  });
+
+  it("enqueues many jobs in one call, in order, deduping within the batch", async () => {
+    const specs = Array.from({ length: 1000 }, (_, i) => ({ kind: "resize", payload: { n: i } }));
+    const results = await t.errand.enqueueMany([...specs, { kind: "email", payload: {}, dedupeKey: "k" }, { kind: "email", payload: {}, dedupeKey: "k" }]);
+    expect(results).toHaveLength(1002);
+    expect(results.at(-1)).toEqual({ id: results.at(-2)!.id, duplicate: true });
+    const rows = await t.sql<{ id: string; n: number }>(`SELECT id::text, (payload->>'n')::int AS n FROM ${t.schema}.jobs j WHERE kind = 'resize' ORDER BY j.id`);
+    expect(rows.map((r) => r.n)).toEqual(specs.map((_, i) => i));
+    expect(rows.map((r) => r.id)).toEqual(results.slice(0, 1000).map((r) => r.id));
+  });
+
+  it("sets run_at from delay, runAt, priority and max attempts", async () => {
+    const at = new Date(Date.now() + 3_600_000);
+    const a = await t.errand.enqueue("k", {}, { delay: 60_000, priority: 5, maxAttempts: 3 });
+    const b = await t.errand.enqueue("k", {}, { runAt: at });
+    const [row] = await t.sql<{ secs: number }>(`SELECT extract(epoch FROM run_at - now())::float8 AS secs FROM ${t.schema}.jobs WHERE id = $1`, [a.id]);
+    expect(row!.secs).toBeGreaterThan(55);
+    expect(row!.secs).toBeLessThanOrEqual(60);
+    expect(await t.errand.getJob(a.id)).toMatchObject({ priority: 5, maxAttempts: 3 });
+    expect((await t.errand.getJob(b.id))!.runAt.getTime()).toBe(at.getTime());
+  });
+
+  it("uses per-kind defaults for max attempts and priority", async () => {
+    const custom = await testErrand({ kinds: { email: { maxAttempts: 3, priority: 2 } } });
+    try {
+      const { id } = await custom.errand.enqueue("email", {});
+      expect(await custom.errand.getJob(id)).toMatchObject({ maxAttempts: 3, priority: 2 });
+    } finally {
+      await custom.cleanup();
+    }
+  });
+
+  describe("rejects bad input naming the field, writing nothing", () => {
+    const cases: [string, () => Promise<unknown>, RegExp][] = [
+      ["a Date in the payload", () => t.errand.enqueue("k", { at: new Date() }), /payload\.at: is a Date/],
+      ["a function", () => t.errand.enqueue("k", { f: () => 1 }), /payload\.f: is a function/],
+      ["undefined inside", () => t.errand.enqueue("k", { a: [1, undefined] }), /payload\.a\[1\]: is undefined/],
+      ["a BigInt", () => t.errand.enqueue("k", { n: 1n }), /payload\.n: is a bigint/],
+      ["NaN", () => t.errand.enqueue("k", { n: Number.NaN }), /payload\.n: NaN is not valid JSON/],
+      ["a cycle", () => { const a: Record<string, unknown> = {}; a.self = a; return t.errand.enqueue("k", a); }, /payload\.self: is a circular reference/],
+      ["a NUL character", () => t.errand.enqueue("k", { s: "a\u0000b" }), /payload\.s: contains a \\u0000/],
+      ["an oversized payload", () => t.errand.enqueue("k", { s: "x".repeat(256 * 1024) }), /payload: is 262152 bytes of JSON, over the limit of 262144/],
+      ["a negative delay", () => t.errand.enqueue("k", {}, { delay: -5 }), /delay: must be a number of milliseconds ≥ 0/],
+      ["an invalid runAt", () => t.errand.enqueue("k", {}, { runAt: "tomorrow" }), /runAt: must be a Date or an ISO 8601 time/],
+      ["zero max attempts", () => t.errand.enqueue("k", {}, { maxAttempts: 0 }), /maxAttempts: must be a positive integer/],
+      ["an empty kind", () => t.errand.enqueue("", {}), /kind: must be a non-empty string/],
+      ["a misspelt option", () => t.errand.enqueue("k", {}, { dedupKey: "x" } as never), /dedupKey: unknown option — did you mean 'dedupeKey'\?/],
+      ["one bad job in a batch", () => t.errand.enqueueMany([{ kind: "k", payload: {} }, { kind: "k", payload: { d: new Map() } }]), /jobs\[1\]\.payload\.d: is a Map/],
+    ];
+    it.each(cases)("%s", async (_, call, message) => {
+      const error = await call().then(() => undefined, (e: unknown) => e);
+      expect(error).toBeInstanceOf(ValidationError);
+      expect((error as Error).message).toMatch(message);
+      expect(await t.sql(`SELECT count(*)::int AS n FROM ${t.schema}.jobs`)).toEqual([{ n: 0 }]);
+    });
+  });
+
+  it("honours a configured payload limit", async () => {
+    const small = await testErrand({ maxPayloadBytes: 10 });
+    try {
+      await expect(small.errand.enqueue("k", { s: "0123456789" })).rejects.toThrow(/over the limit of 10/);
+    } finally {
+      await small.cleanup();
+    }
+  });
+});

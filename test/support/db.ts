@@ -1,0 +1,109 @@
+import { cpSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+import { PGlite } from "@electric-sql/pglite";
+import { afterAll, inject } from "vitest";
+import { Errand, type ErrandOptions } from "../../src/index.js";
+import type { SqlClient } from "../../src/client.js";
+
+/** Which database this run of the suite targets. */
+export const target = (process.env.ERRAND_TEST_DB ?? "pglite") as "postgres" | "pglite";
+export const onPostgres = target === "postgres";
+
+let pool: pg.Pool | undefined;
+let lite: { db: PGlite; dir: string } | undefined;
+
+/** One shared connection per test file; each test gets its own schema on it. */
+async function shared(): Promise<pg.Pool | PGlite> {
+  if (onPostgres) {
+    pool ??= new pg.Pool({ connectionString: process.env.ERRAND_TEST_URL, max: 20 });
+    return pool;
+  }
+  if (!lite) {
+    const dir = mkdtempSync(join(tmpdir(), "errand-test-"));
+    cpSync(inject("pgliteTemplate"), dir, { recursive: true });
+    lite = { db: await PGlite.create(dir), dir };
+  }
+  return lite.db;
+}
+
+afterAll(async () => {
+  await pool?.end();
+  pool = undefined;
+  if (lite) {
+    await lite.db.close();
+    rmSync(lite.dir, { recursive: true, force: true });
+    lite = undefined;
+  }
+});
+
+/** A test's own errand: a fresh schema, migrated, dropped by `cleanup()`. */
+export interface TestErrand {
+  readonly errand: Errand;
+  readonly schema: string;
+  /** Run SQL directly (test assertions, time travel). */
+  sql<Row = Record<string, unknown>>(text: string, params?: unknown[]): Promise<Row[]>;
+  /** The raw shared connection (pg.Pool or PGlite). */
+  readonly db: pg.Pool | PGlite;
+  /** Runs `fn` inside a transaction on the caller's own connection, as an app would. */
+  inTransaction<T>(fn: (client: SqlClient) => Promise<T>, commit?: boolean): Promise<T>;
+  cleanup(): Promise<void>;
+}
+
+export async function testErrand(options: Omit<ErrandOptions, "db" | "connectionString" | "dataDir" | "schema"> = {}): Promise<TestErrand> {
+  const db = await shared();
+  const schema = `t_${randomBytes(6).toString("hex")}`;
+  const errand = await Errand.open({ ...options, db, schema });
+  const sql = async <Row>(text: string, params?: unknown[]) => (await db.query(text, params)).rows as Row[];
+  return {
+    errand,
+    schema,
+    db,
+    sql,
+    async inTransaction(fn, commit = true) {
+      if (db instanceof PGlite) {
+        let result: Awaited<ReturnType<typeof fn>> | undefined;
+        const rollback = new Error("rollback");
+        await db
+          .transaction(async (tx) => {
+            result = await fn(tx);
+            if (!commit) throw rollback;
+          })
+          .catch((error: unknown) => {
+            if (error !== rollback) throw error;
+          });
+        return result as Awaited<ReturnType<typeof fn>>;
+      }
+      const client = await db.connect();
+      try {
+        await client.query("BEGIN");
+        const result = await fn(client);
+        await client.query(commit ? "COMMIT" : "ROLLBACK");
+        return result;
+      } catch (error) {
+        await client.query("ROLLBACK");
+        throw error;
+      } finally {
+        client.release();
+      }
+    },
+    async cleanup() {
+      await errand.close();
+      await db.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    },
+  };
+}
+
+/** Polls `check` until it returns a truthy value or `timeoutMs` passes. */
+export async function eventually<T>(check: () => Promise<T> | T, timeoutMs = 10_000, what = "condition"): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: T | undefined;
+  while (Date.now() < deadline) {
+    last = await check();
+    if (last) return last;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} (last value: ${JSON.stringify(last)})`);
+}
