@@ -1,0 +1,47 @@
+import { Command, CommanderError, InvalidArgumentError } from "commander";
+import { createRequire } from "node:module";
+import { ErrandError, ValidationError } from "../errors.js";
+import * as dead from "./dead.js";
+import * as demo from "./demo.js";
+import * as enqueue from "./enqueue.js";
+import * as migrate from "./migrate.js";
+import * as worker from "./worker.js";
+
+const { version } = createRequire(import.meta.url)("../../package.json") as { version: string };
+
+// One file per command; each exports register(program).
+const commands = [migrate, worker, enqueue, dead, demo];
+
+const program = new Command("errand")
+  .description("background jobs on PostgreSQL (or the embedded PGlite database)")
+  .version(version)
+  .exitOverride()
+  .configureOutput({ outputError: () => {} });
+for (const command of commands) command.register(program);
+for (const command of program.commands) command.exitOverride().configureOutput({ outputError: () => {} });
+for (const group of program.commands) for (const sub of group.commands) sub.exitOverride().configureOutput({ outputError: () => {} });
+
+try {
+  await program.parseAsync(process.argv);
+} catch (error) {
+  process.exitCode = report(error);
+}
+
+/** One line on stderr, never a stack trace; exit 2 for bad arguments, 1 for failures. */
+function report(error: unknown): number {
+  if (error instanceof CommanderError) {
+    if (error.code === "commander.helpDisplayed" || error.code === "commander.version" || error.code === "commander.help") return 0;
+    process.stderr.write(`errand: ${error.message.replace(/^error: /, "")}\n`);
+    return 2;
+  }
+  if (error instanceof InvalidArgumentError || error instanceof ValidationError) {
+    process.stderr.write(`errand: ${error.message}\n`);
+    return 2;
+  }
+  if (error instanceof ErrandError) {
+    process.stderr.write(`errand: ${error.message}\n`);
+    return 1;
+  }
+  process.stderr.write(`errand: ${error instanceof Error ? error.message : String(error)}\n`);
+  return 1;
+}

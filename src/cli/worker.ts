@@ -1,0 +1,103 @@
+import { resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { type Command, InvalidArgumentError } from "commander";
+import type { Handlers } from "../worker/handlers.js";
+import type { WorkerEvent } from "../worker/worker.js";
+import { type DatabaseFlags, intArg, logLine, openFromFlags, secondsArg, withDatabase } from "./common.js";
+
+interface WorkerFlags extends DatabaseFlags {
+  readonly handlers: string;
+  readonly concurrency?: number;
+  readonly lease?: number;
+  readonly shutdownTimeout?: number;
+  readonly pollInterval?: number;
+  readonly verbose?: boolean;
+}
+
+export function register(program: Command): void {
+  withDatabase(
+    program
+      .command("worker")
+      .description("run jobs until SIGTERM or SIGINT (graceful), a second SIGINT exits at once")
+      .requiredOption("--handlers <path>", "module whose default export maps kind → async (payload, ctx) => …")
+      .option("--concurrency <n>", "handlers running at once (default 10)", intArg(1, 10_000))
+      .option("--lease <seconds>", "lease per job, extended by heartbeats (default 300)", secondsArg(false))
+      .option("--shutdown-timeout <seconds>", "how long running jobs may finish on shutdown (default 25)", secondsArg())
+      .option("--poll-interval <seconds>", "fallback poll when no notification arrives (default 1)", secondsArg(false))
+      .option("--verbose", "also log every successful job"),
+  ).action(async (flags: WorkerFlags) => {
+    const handlers = await loadHandlers(flags.handlers);
+    const errand = await openFromFlags(flags);
+    const worker = errand.worker({
+      handlers,
+      ...(flags.concurrency !== undefined ? { concurrency: flags.concurrency } : {}),
+      ...(flags.lease !== undefined ? { leaseMs: flags.lease } : {}),
+      ...(flags.shutdownTimeout !== undefined ? { shutdownTimeoutMs: flags.shutdownTimeout } : {}),
+      ...(flags.pollInterval !== undefined ? { pollIntervalMs: flags.pollInterval } : {}),
+      onEvent: (event) => logEvent(event, flags.verbose === true),
+    });
+    let signals = 0;
+    const shutdown = (signal: NodeJS.Signals) => {
+      if (++signals > 1) {
+        logLine({ level: "warn", event: "forced_exit", signal });
+        process.exit(130);
+      }
+      logLine({ level: "info", event: "shutting_down", signal });
+      worker
+        .stop()
+        .then(() => errand.close())
+        .then(
+          () => process.exit(0),
+          (error: unknown) => {
+            logLine({ level: "error", event: "shutdown_failed", error: String(error) });
+            process.exit(1);
+          },
+        );
+    };
+    process.on("SIGTERM", shutdown);
+    process.on("SIGINT", shutdown);
+    await worker.start();
+  });
+}
+
+async function loadHandlers(path: string): Promise<Handlers> {
+  let module: { default?: unknown };
+  try {
+    module = (await import(pathToFileURL(resolve(path)).href)) as { default?: unknown };
+  } catch (error) {
+    throw new InvalidArgumentError(`--handlers: cannot load ${path}: ${(error as Error).message}`);
+  }
+  const handlers = module.default;
+  if (typeof handlers !== "object" || handlers === null) throw new InvalidArgumentError(`--handlers: ${path} has no default export mapping kind → handler`);
+  for (const [kind, handler] of Object.entries(handlers)) {
+    if (typeof handler !== "function") throw new InvalidArgumentError(`--handlers: ${path}: the handler for '${kind}' is not a function`);
+  }
+  return handlers as Handlers;
+}
+
+function logEvent(event: WorkerEvent, verbose: boolean): void {
+  switch (event.type) {
+    case "job_done":
+      if (verbose) logLine({ level: "info", event: event.type, job: event.job.id, kind: event.job.kind, attempt: event.job.attempt, ms: Math.round(event.durationMs) });
+      return;
+    case "job_failed":
+      logLine({ level: "warn", event: event.type, job: event.job.id, kind: event.job.kind, attempt: event.job.attempt, retryInMs: Math.round(event.retryInMs), error: event.error.split("\n")[0] });
+      return;
+    case "job_dead":
+      logLine({ level: "error", event: event.type, job: event.job.id, kind: event.job.kind, attempt: event.job.attempt, error: event.error.split("\n")[0] });
+      return;
+    case "job_snoozed":
+      logLine({ level: "info", event: event.type, job: event.job.id, kind: event.job.kind, delayMs: event.delayMs });
+      return;
+    case "error":
+      logLine({ level: "error", event: "error", during: event.during, error: event.error instanceof Error ? event.error.message : String(event.error) });
+      return;
+    default:
+      logLine({ level: "info", event: event.type, ...("workerId" in event ? { worker: event.workerId } : {}), ...withoutType(event) });
+  }
+}
+
+function withoutType(event: WorkerEvent): Record<string, unknown> {
+  const { type: _type, ...rest } = event as { type: string } & Record<string, unknown>;
+  return rest;
+}
