@@ -8,7 +8,11 @@ import { type DatabaseFlags, intArg, logLine, openFromFlags, secondsArg, withDat
 interface WorkerFlags extends DatabaseFlags {
   readonly handlers: string;
   readonly concurrency?: number;
+  readonly prefetch?: number;
   readonly lease?: number;
+  readonly heartbeatInterval?: number;
+  readonly rescueInterval?: number;
+  readonly workerId?: string;
   readonly shutdownTimeout?: number;
   readonly pollInterval?: number;
   readonly verbose?: boolean;
@@ -21,7 +25,11 @@ export function register(program: Command): void {
       .description("run jobs until SIGTERM or SIGINT (graceful), a second SIGINT exits at once")
       .requiredOption("--handlers <path>", "module whose default export maps kind → async (payload, ctx) => …")
       .option("--concurrency <n>", "handlers running at once (default 10)", intArg(1, 10_000))
+      .option("--prefetch <n>", "jobs claimed ahead of free slots (default = concurrency)", intArg(0, 10_000))
       .option("--lease <seconds>", "lease per job, extended by heartbeats (default 300)", secondsArg(false))
+      .option("--heartbeat-interval <seconds>", "how often leases are extended (default a third of the lease)", secondsArg(false))
+      .option("--rescue-interval <seconds>", "how often expired leases are rescued, 0 = never (default 30)", secondsArg())
+      .option("--worker-id <id>", "this worker's name in locked_by (default host:pid:random)")
       .option("--shutdown-timeout <seconds>", "how long running jobs may finish on shutdown (default 25)", secondsArg())
       .option("--poll-interval <seconds>", "fallback poll when no notification arrives (default 1)", secondsArg(false))
       .option("--verbose", "also log every successful job"),
@@ -31,7 +39,11 @@ export function register(program: Command): void {
     const worker = errand.worker({
       handlers,
       ...(flags.concurrency !== undefined ? { concurrency: flags.concurrency } : {}),
+      ...(flags.prefetch !== undefined ? { prefetch: flags.prefetch } : {}),
       ...(flags.lease !== undefined ? { leaseMs: flags.lease } : {}),
+      ...(flags.heartbeatInterval !== undefined ? { heartbeatIntervalMs: flags.heartbeatInterval } : {}),
+      ...(flags.rescueInterval !== undefined ? { rescueIntervalMs: flags.rescueInterval } : {}),
+      ...(flags.workerId !== undefined ? { workerId: flags.workerId } : {}),
       ...(flags.shutdownTimeout !== undefined ? { shutdownTimeoutMs: flags.shutdownTimeout } : {}),
       ...(flags.pollInterval !== undefined ? { pollIntervalMs: flags.pollInterval } : {}),
       onEvent: (event) => logEvent(event, flags.verbose === true),

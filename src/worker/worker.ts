@@ -277,7 +277,8 @@ export class Worker {
       this.#report(job, outcome, this.#clock.now() - started);
     }
     this.#dispatch();
-    if (this.#state === "running") this.#wake.wake();
+    // Running: a slot is free, claim more. Stopping: stop() waits for exactly this.
+    this.#wake.wake();
   }
 
   #policyFor(kind: string): RetryPolicy {
