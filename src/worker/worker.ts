@@ -151,8 +151,17 @@ export class Worker {
       // Polling still works without notifications.
       this.#emit({ type: "error", during: "listen", error });
     }
+    if (this.#state !== "running") {
+      // stop() was called while we were connecting; it could not see the listener yet.
+      await this.#unlisten?.().catch(() => {});
+      return;
+    }
     this.#every(this.#heartbeatIntervalMs, () => this.#heartbeat());
-    if (this.#rescueIntervalMs > 0) this.#every(this.#rescueIntervalMs, () => this.rescue().then(() => {}));
+    if (this.#rescueIntervalMs > 0) {
+      // A worker restarted after a crash rescues its predecessor's jobs without waiting a full interval.
+      void this.rescue();
+      this.#every(this.#rescueIntervalMs, () => this.rescue().then(() => {}));
+    }
     this.#loop = this.#claimLoop();
     this.#emit({ type: "started", workerId: this.id });
   }
@@ -226,7 +235,9 @@ export class Worker {
           }
           this.#buffer.push(...jobs);
           this.#dispatch();
-          if (jobs.length === free) continue; // there may be more: claim again when slots free up
+          // A short batch is not an empty queue: SKIP LOCKED passes over rows other
+          // workers are claiming. Only an empty claim means wait for a notification.
+          if (jobs.length > 0) continue;
           this.#queueMayHaveJobs = false;
         } catch (error) {
           this.#emit({ type: "error", during: "claim", error });
