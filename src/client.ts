@@ -13,6 +13,8 @@ import { type RetryPolicy, checkMaxAttempts, defaultMaxAttempts, defaultRetryPol
 import { type Queries, queriesFor } from "./sql/queries.js";
 import { checkSchemaName, defaultSchema } from "./sql/schema.js";
 import { Worker, type WorkerOptions } from "./worker/worker.js";
+import { type PruneOptions, type PruneResult, prune } from "./maintenance/pruner.js";
+import { type QueueStats, readStats } from "./observe/stats.js";
 
 /**
  * Anything with `query(text, params)` resolving to `{ rows }`: a `pg` Pool, Client or
@@ -204,6 +206,16 @@ export class Errand {
   async getJob(id: string | number): Promise<Job | null> {
     const { rows } = await this.driver.run<JobRow>(this.#queries.getJob, [checkId(id, "id")]);
     return rows[0] ? toJob(rows[0]) : null;
+  }
+
+  /** Queue figures per kind and in total: depth, oldest ready age, recent outcomes, dead letters. */
+  stats(): Promise<QueueStats> {
+    return readStats(this.driver, this.schema);
+  }
+
+  /** Deletes done jobs past the retention (default 7 days) in small batches; dead jobs only if asked. */
+  purge(options: PruneOptions = {}): Promise<PruneResult> {
+    return prune(this.driver, this.schema, options);
   }
 
   /** Dead letters: the jobs a person must look at. */

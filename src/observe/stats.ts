@@ -1,0 +1,115 @@
+import type { Driver } from "../driver/types.js";
+import { observeQueriesFor } from "../sql/observe.js";
+
+/** Outcomes over a recent window. */
+export interface WindowStats {
+  /** Jobs that completed. */
+  readonly completed: number;
+  /** Failed attempts: errors (retried or not) and expired leases. */
+  readonly failed: number;
+  /** Jobs that became dead. */
+  readonly died: number;
+  /** failed ÷ (completed + failed), or null with no attempts in the window. */
+  readonly failureRate: number | null;
+}
+
+/** The figures for one kind, or for all kinds together. */
+export interface KindStats {
+  /** Ready and due now. */
+  readonly ready: number;
+  /** Ready but due later (delayed, or waiting out a backoff). */
+  readonly scheduled: number;
+  readonly running: number;
+  /** Done jobs still in the table (the pruner deletes them after the retention). */
+  readonly done: number;
+  readonly dead: number;
+  /** How long the oldest due job has waited, in ms (null when none is due). */
+  readonly oldestReadyAgeMs: number | null;
+  /** Running jobs whose lease has expired (their worker died or overran); the rescuer returns them. */
+  readonly expiredLeases: number;
+  /** The last minute (buckets of 10 s: 50–60 s). */
+  readonly lastMinute: WindowStats;
+  /** The last hour (buckets of 10 s). */
+  readonly lastHour: WindowStats;
+}
+
+/** A snapshot of the queue. */
+export interface QueueStats {
+  /** The database's time of the snapshot. */
+  readonly at: Date;
+  /** All kinds together. */
+  readonly total: KindStats;
+  /** Per kind, in name order; kinds with nothing to report are absent. */
+  readonly kinds: Readonly<Record<string, KindStats>>;
+}
+
+interface StatsRow {
+  at: Date | string;
+  kind: string | null;
+  ready: string | number | null;
+  scheduled: string | number | null;
+  oldest_ready_ms: string | number | null;
+  running: string | number | null;
+  expired: string | number | null;
+  dead: string | number | null;
+  done: string | number | null;
+  done_1m: string | number | null;
+  failed_1m: string | number | null;
+  died_1m: string | number | null;
+  done_1h: string | number | null;
+  failed_1h: string | number | null;
+  died_1h: string | number | null;
+}
+
+/**
+ * Reads the queue's figures in one statement (see `stats` in src/sql/observe.ts for
+ * what it costs). Usually called as `errand.stats()`.
+ */
+export async function readStats(driver: Driver, schema: string): Promise<QueueStats> {
+  const { rows } = await driver.run<StatsRow>(observeQueriesFor(schema).stats, []);
+  const at = new Date(rows[0]!.at);
+  const kinds: Record<string, KindStats> = {};
+  for (const row of rows) if (row.kind !== null) kinds[row.kind] = toKindStats(row);
+  return { at, total: sumStats(Object.values(kinds)), kinds };
+}
+
+function toKindStats(row: StatsRow): KindStats {
+  return {
+    ready: n(row.ready),
+    scheduled: n(row.scheduled),
+    running: n(row.running),
+    done: n(row.done),
+    dead: n(row.dead),
+    oldestReadyAgeMs: row.oldest_ready_ms === null ? null : Math.max(0, Math.round(Number(row.oldest_ready_ms))),
+    expiredLeases: n(row.expired),
+    lastMinute: windowStats(n(row.done_1m), n(row.failed_1m), n(row.died_1m)),
+    lastHour: windowStats(n(row.done_1h), n(row.failed_1h), n(row.died_1h)),
+  };
+}
+
+/** Adds up per-kind figures (the oldest age is the maximum). */
+export function sumStats(list: readonly KindStats[]): KindStats {
+  const add = (pick: (s: KindStats) => number) => list.reduce((sum, s) => sum + pick(s), 0);
+  const ages = list.map((s) => s.oldestReadyAgeMs).filter((a): a is number => a !== null);
+  const window = (pick: (s: KindStats) => WindowStats) =>
+    windowStats(add((s) => pick(s).completed), add((s) => pick(s).failed), add((s) => pick(s).died));
+  return {
+    ready: add((s) => s.ready),
+    scheduled: add((s) => s.scheduled),
+    running: add((s) => s.running),
+    done: add((s) => s.done),
+    dead: add((s) => s.dead),
+    oldestReadyAgeMs: ages.length ? Math.max(...ages) : null,
+    expiredLeases: add((s) => s.expiredLeases),
+    lastMinute: window((s) => s.lastMinute),
+    lastHour: window((s) => s.lastHour),
+  };
+}
+
+function windowStats(completed: number, failed: number, died: number): WindowStats {
+  return { completed, failed, died, failureRate: completed + failed === 0 ? null : failed / (completed + failed) };
+}
+
+function n(value: string | number | null): number {
+  return value === null ? 0 : Number(value);
+}

@@ -1,0 +1,126 @@
+import type { Statement } from "../driver/types.js";
+import { qualified, statement } from "./schema.js";
+
+/** The statements of stats, the pruner and alerts, for one schema. */
+export interface ObserveQueries {
+  readonly stats: Statement;
+  readonly pruneDone: Statement;
+  readonly pruneDead: Statement;
+  readonly countPrunable: Statement;
+  readonly pruneOutcomeCounts: Statement;
+  readonly openIncident: Statement;
+  readonly closeIncident: Statement;
+  readonly listIncidents: Statement;
+}
+
+const cache = new Map<string, ObserveQueries>();
+
+/** The statements for `schema` (memoised). */
+export function observeQueriesFor(schema: string): ObserveQueries {
+  let queries = cache.get(schema);
+  if (!queries) {
+    queries = build(qualified(schema));
+    cache.set(schema, queries);
+  }
+  return queries;
+}
+
+function build(s: string): ObserveQueries {
+  const jobs = `${s}.jobs`;
+  return {
+    /*
+     * stats — every figure per kind in one round trip. Each arm reads one partial index
+     * (jobs_ready, jobs_running, jobs_dead) or a small counter table, so the cost grows
+     * with the backlog (ready, running, dead), never with the done history.
+     * No params. rows: at (now()), kind (null when there are no jobs), ready, scheduled,
+     * oldest_ready_ms, running, expired, dead, done, done_1m, failed_1m, died_1m,
+     * done_1h, failed_1h, died_1h (counts as bigint strings)
+     */
+    stats: statement(`
+      SELECT n.at, x.kind,
+             sum(x.ready) AS ready, sum(x.scheduled) AS scheduled,
+             extract(epoch FROM n.at - min(x.oldest)) * 1000 AS oldest_ready_ms,
+             sum(x.running) AS running, sum(x.expired) AS expired, sum(x.dead) AS dead, sum(x.done) AS done,
+             sum(x.done_1m) AS done_1m, sum(x.failed_1m) AS failed_1m, sum(x.died_1m) AS died_1m,
+             sum(x.done_1h) AS done_1h, sum(x.failed_1h) AS failed_1h, sum(x.died_1h) AS died_1h
+      FROM (SELECT now() AS at) n
+      LEFT JOIN (
+        SELECT kind, count(*) FILTER (WHERE run_at <= now()) AS ready, count(*) FILTER (WHERE run_at > now()) AS scheduled,
+               min(run_at) FILTER (WHERE run_at <= now()) AS oldest,
+               0 AS running, 0 AS expired, 0 AS dead, 0 AS done,
+               0 AS done_1m, 0 AS failed_1m, 0 AS died_1m, 0 AS done_1h, 0 AS failed_1h, 0 AS died_1h
+        FROM ${jobs} WHERE status = 'ready' GROUP BY kind
+        UNION ALL
+        SELECT kind, 0, 0, NULL, count(*), count(*) FILTER (WHERE locked_until < now()), 0, 0, 0, 0, 0, 0, 0, 0
+        FROM ${jobs} WHERE status = 'running' GROUP BY kind
+        UNION ALL
+        SELECT kind, 0, 0, NULL, 0, 0, count(*), 0, 0, 0, 0, 0, 0, 0
+        FROM ${jobs} WHERE status = 'dead' GROUP BY kind
+        UNION ALL
+        SELECT kind, 0, 0, NULL, 0, 0, 0, sum(done), 0, 0, 0, 0, 0, 0
+        FROM ${s}.done_counts GROUP BY kind
+        UNION ALL
+        SELECT kind, 0, 0, NULL, 0, 0, 0, 0,
+               sum(done) FILTER (WHERE bucket > now() - interval '1 minute'),
+               sum(failed) FILTER (WHERE bucket > now() - interval '1 minute'),
+               sum(died) FILTER (WHERE bucket > now() - interval '1 minute'),
+               sum(done), sum(failed), sum(died)
+        FROM ${s}.outcome_counts WHERE bucket > now() - interval '1 hour' GROUP BY kind
+      ) x ON true
+      GROUP BY n.at, x.kind
+      ORDER BY x.kind`),
+
+    /*
+     * pruneDone — deletes one batch of done jobs finished more than $1 ms ago, oldest
+     * first through the jobs_done index; skips rows someone holds. $1 older_than_ms
+     * float8, $2 batch size int. rows: id
+     */
+    pruneDone: statement(`
+      DELETE FROM ${jobs} j
+      WHERE j.id IN (
+        SELECT id FROM ${jobs}
+        WHERE status = 'done' AND finished_at < now() - $1::float8 * interval '1 millisecond'
+        ORDER BY finished_at
+        LIMIT $2
+        FOR UPDATE SKIP LOCKED)
+      RETURNING j.id`),
+
+    /* pruneDead — the same for dead jobs (only when configured). $1 older_than_ms, $2 batch size. rows: id */
+    pruneDead: statement(`
+      DELETE FROM ${jobs} j
+      WHERE j.id IN (
+        SELECT id FROM ${jobs}
+        WHERE status = 'dead' AND finished_at < now() - $1::float8 * interval '1 millisecond'
+        ORDER BY id
+        LIMIT $2
+        FOR UPDATE SKIP LOCKED)
+      RETURNING j.id`),
+
+    /*
+     * countPrunable — what a prune would delete (dry run); reads the jobs_done index range
+     * only. $1 done older_than_ms, $2 dead older_than_ms (null = keep dead).
+     * rows: done, dead (bigint strings)
+     */
+    countPrunable: statement(`
+      SELECT (SELECT count(*) FROM ${jobs} WHERE status = 'done' AND finished_at < now() - $1::float8 * interval '1 millisecond') AS done,
+             CASE WHEN $2::float8 IS NULL THEN 0 ELSE
+               (SELECT count(*) FROM ${jobs} WHERE status = 'dead' AND finished_at < now() - $2::float8 * interval '1 millisecond') END AS dead`),
+
+    /* pruneOutcomeCounts — drops stats buckets older than $1 ms. rows: none */
+    pruneOutcomeCounts: statement(`DELETE FROM ${s}.outcome_counts WHERE bucket < now() - $1::float8 * interval '1 millisecond'`),
+
+    /*
+     * openIncident — records an alert incident unless it is already open; a row back
+     * means this caller opened it and must notify. $1 key, $2 message. rows: key
+     */
+    openIncident: statement(`
+      INSERT INTO ${s}.alert_incidents (key, message) VALUES ($1, $2)
+      ON CONFLICT (key) DO NOTHING RETURNING key`),
+
+    /* closeIncident — closes an open incident; a row back means this caller closed it. $1 key. rows: key, opened_at */
+    closeIncident: statement(`DELETE FROM ${s}.alert_incidents WHERE key = $1 RETURNING key, opened_at`),
+
+    /* listIncidents — the open incidents. No params. rows: key, opened_at, message */
+    listIncidents: statement(`SELECT key, opened_at, message FROM ${s}.alert_incidents ORDER BY key`),
+  };
+}
