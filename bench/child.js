@@ -1,0 +1,73 @@
+// One measurement in its own process, so each system runs alone and a worker's RSS is
+// its own. Driven by run.js over IPC:
+//   node child.js '{"role":"worker","system":"errand","ns":"…","mode":"best"}'
+//   → {type:"ready"}, then {type:"progress",count} every 25 ms; on "stop" → {type:"result",…}
+//   node child.js '{"role":"enqueue-one"|"enqueue-bulk","system":…,"ns":…,"count":N,"batch":B}'
+//   → {type:"result", count, ms}
+import { wallMs } from "./lib/common.js";
+
+const task = JSON.parse(process.argv[2]);
+const adapter = await import(`./systems/${task.system}.js`);
+const system = adapter.create(task.ns);
+
+const send = (message) => new Promise((resolve) => process.send(message, resolve));
+
+async function enqueueOne() {
+  for (let i = 0; i < 20; i++) await system.enqueueOne({ warmup: i }); // connect and prepare first
+  const start = wallMs();
+  for (let i = 0; i < task.count; i++) await system.enqueueOne({ i });
+  const ms = wallMs() - start;
+  await system.close();
+  await send({ type: "result", count: task.count, ms });
+}
+
+async function enqueueBulk() {
+  await system.enqueueMany([{ warmup: true }]);
+  const start = wallMs();
+  for (let done = 0; done < task.count; done += task.batch) {
+    const batch = [];
+    for (let i = done; i < Math.min(task.count, done + task.batch); i++) batch.push({ i });
+    await system.enqueueMany(batch);
+  }
+  const ms = wallMs() - start;
+  await system.close();
+  await send({ type: "result", count: task.count, ms });
+}
+
+async function work() {
+  let count = 0;
+  let first;
+  let last;
+  const latencies = [];
+  const onJobs = (payloads) => {
+    const now = wallMs();
+    first ??= now;
+    last = now;
+    count += payloads.length;
+    for (const p of payloads) if (p && typeof p.seq === "number") latencies.push([p.seq, now]);
+  };
+  const startedAt = wallMs();
+  const worker = await system.startWorker(task.mode, onJobs);
+  await send({ type: "ready", at: wallMs(), startupMs: wallMs() - startedAt });
+  const progress = setInterval(() => process.send({ type: "progress", count }), 25);
+  await new Promise((resolve) => process.on("message", (m) => m === "stop" && resolve()));
+  clearInterval(progress);
+  const stopAt = wallMs();
+  await worker.stop();
+  const stopMs = wallMs() - stopAt;
+  await system.close();
+  const maxRssMB = process.resourceUsage().maxRSS / 1024;
+  await send({ type: "result", count, first, last, latencies, maxRssMB, stopMs });
+}
+
+try {
+  if (task.role === "worker") await work();
+  else if (task.role === "enqueue-one") await enqueueOne();
+  else if (task.role === "enqueue-bulk") await enqueueBulk();
+  else throw new Error(`unknown role ${task.role}`);
+  process.disconnect();
+  setTimeout(() => process.exit(0), 200).unref();
+} catch (error) {
+  console.error(`bench child ${task.system}/${task.role} failed:`, error);
+  process.exit(1);
+}

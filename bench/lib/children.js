@@ -1,0 +1,61 @@
+// Starts bench/child.js processes and talks to them over IPC.
+import { fork } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { sleep } from "./common.js";
+
+const childPath = fileURLToPath(new URL("../child.js", import.meta.url));
+
+/** Starts one child for `task`; resolves to a handle once it is running. */
+export function spawnChild(task) {
+  // BENCH_NODE_OPTIONS passes flags to the children only (e.g. --cpu-prof for a profile).
+  const execArgv = process.env.BENCH_NODE_OPTIONS?.split(" ").filter(Boolean) ?? [];
+  const child = fork(childPath, [JSON.stringify(task)], { stdio: ["ignore", "inherit", "inherit", "ipc"], execArgv });
+  const handle = { child, count: 0, ready: undefined, result: undefined };
+  let exitCode;
+  const exited = new Promise((resolve) => child.on("exit", (code) => resolve((exitCode = code))));
+  child.on("message", (m) => {
+    if (m.type === "progress") handle.count = m.count;
+    else if (m.type === "ready") handle.ready = m;
+    else if (m.type === "result") handle.result = m;
+  });
+  handle.waitReady = async (timeoutMs = 60_000) => {
+    const deadline = performance.now() + timeoutMs;
+    while (!handle.ready) {
+      if (exitCode !== undefined) throw new Error(`${task.system} ${task.role} exited (${exitCode}) before it was ready`);
+      if (performance.now() > deadline) throw new Error(`${task.system} ${task.role} not ready after ${timeoutMs} ms`);
+      await sleep(10);
+    }
+    return handle.ready;
+  };
+  handle.stop = () => {
+    if (exitCode === undefined) child.send("stop");
+    return handle.finish();
+  };
+  handle.finish = async (timeoutMs = 120_000) => {
+    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+    const code = await exited;
+    clearTimeout(timer);
+    if (code !== 0 || !handle.result) throw new Error(`${task.system} ${task.role} failed (exit ${code})`);
+    return handle.result;
+  };
+  return handle;
+}
+
+/**
+ * Runs worker children until together they have handled `target` jobs or `capMs` passed,
+ * then stops them. Returns their results and whether the target was reached.
+ */
+export async function runWorkers(tasks, target, capMs) {
+  const handles = tasks.map(spawnChild);
+  try {
+    await Promise.all(handles.map((h) => h.waitReady()));
+    const deadline = performance.now() + capMs;
+    const total = () => handles.reduce((sum, h) => sum + h.count, 0);
+    while (total() < target && performance.now() < deadline) await sleep(5);
+    const results = await Promise.all(handles.map((h) => h.stop()));
+    return { results, reached: results.reduce((s, r) => s + r.count, 0) >= target };
+  } catch (error) {
+    for (const h of handles) h.child.kill("SIGKILL");
+    throw error;
+  }
+}

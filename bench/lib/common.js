@@ -1,0 +1,58 @@
+// Shared helpers for the bench: connection settings, a high-resolution wall clock that
+// agrees across processes, statistics and a small pg helper.
+import pg from "pg";
+
+/** PostgreSQL every system uses (same server, same settings). */
+export const pgUrl = process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+/** Redis for BullMQ. */
+export const redis = { host: process.env.BENCH_REDIS_HOST ?? "127.0.0.1", port: Number(process.env.BENCH_REDIS_PORT ?? 6379) };
+
+/** Milliseconds since the epoch with sub-millisecond precision; comparable across processes. */
+export function wallMs() {
+  return performance.timeOrigin + performance.now();
+}
+
+/** Median of numbers (null when empty). */
+export function median(values) {
+  const xs = values.filter((v) => typeof v === "number" && Number.isFinite(v)).sort((a, b) => a - b);
+  if (xs.length === 0) return null;
+  const mid = Math.floor(xs.length / 2);
+  return xs.length % 2 ? xs[mid] : (xs[mid - 1] + xs[mid]) / 2;
+}
+
+/** The p-th percentile (0–100) of numbers, nearest rank. */
+export function percentile(values, p) {
+  const xs = [...values].sort((a, b) => a - b);
+  if (xs.length === 0) return null;
+  return xs[Math.min(xs.length - 1, Math.max(0, Math.ceil((p / 100) * xs.length) - 1))];
+}
+
+/** Runs `fn` with a short-lived pg client. */
+export async function withPg(fn) {
+  const client = new pg.Client({ connectionString: pgUrl });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Drops a schema if it exists. */
+export function dropSchema(schema) {
+  return withPg((c) => c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));
+}
+
+/** Splits `n` items into chunks of `size`, produced by `make(i)`. */
+export function* chunks(n, size, make) {
+  for (let start = 0; start < n; start += size) {
+    const batch = [];
+    for (let i = start; i < Math.min(n, start + size); i++) batch.push(make(i));
+    yield batch;
+  }
+}
+
+/** Resolves after `ms`. */
+export function sleep(ms) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

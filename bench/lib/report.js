@@ -1,0 +1,95 @@
+// Turns per-run measurements into medians, ratios, a markdown table and the target checks.
+import { median } from "./common.js";
+
+/** Column order and display names. */
+export const systems = { errand: "errand", pgboss: "pg-boss", graphile: "graphile-worker", bullmq: "BullMQ", raw: "raw SQL" };
+const peers = ["pgboss", "graphile", "bullmq"];
+
+/** Medians per scenario and system: { [scenario]: { [system]: { value, p99?, maxRssMB?, runs } } }. */
+export function summarise(raw) {
+  const out = {};
+  for (const [scenario, bySystem] of Object.entries(raw)) {
+    out[scenario] = {};
+    for (const [system, runs] of Object.entries(bySystem)) {
+      const ok = runs.filter((r) => !r.error);
+      out[scenario][system] = {
+        value: median(ok.map((r) => r.value)),
+        p99: median(ok.map((r) => r.p99)),
+        maxRssMB: median(ok.map((r) => r.maxRssMB)),
+        callP50: median(ok.map((r) => r.callP50)),
+        callP99: median(ok.map((r) => r.callP99)),
+        runs: runs.map((r) => (r.error ? { error: r.error } : r)),
+      };
+    }
+  }
+  return out;
+}
+
+/** errand's advantage over a peer: > 1 means errand is better (faster, or lower latency/memory). */
+export function advantage(errand, peer, higher) {
+  if (errand == null || peer == null || errand === 0 || peer === 0) return null;
+  return higher ? errand / peer : peer / errand;
+}
+
+const fmt = (v, unit) => (v == null ? "—" : unit === "ms" ? v.toFixed(1) : unit === "MB" ? v.toFixed(0) : Math.round(v).toLocaleString("en"));
+
+/** The markdown table of medians with errand's advantage over each peer. */
+export function table(summary, defs) {
+  const rows = [];
+  const head = ["Scenario", ...Object.values(systems), ...peers.map((p) => `× ${systems[p]}`)];
+  rows.push(`| ${head.join(" | ")} |`, `| ${head.map(() => "---").join(" | ")} |`);
+  const line = (title, unit, higher, get) => {
+    const cells = Object.keys(systems).map((s) => get(s));
+    const errand = cells[0]?.v;
+    const ratios = peers.map((p) => advantage(errand, get(p)?.v, higher));
+    rows.push(`| ${title} (${unit}) | ${cells.map((c) => (c ? c.text : "—")).join(" | ")} | ${ratios.map((r) => (r == null ? "—" : `${r.toFixed(2)}×`)).join(" | ")} |`);
+  };
+  for (const def of defs) {
+    const data = summary[def.id];
+    if (!data) continue;
+    line(def.title, def.unit, def.higher, (s) => {
+      const d = data[s];
+      if (!d || d.value == null) return d?.runs?.some((r) => r.error) ? { text: "failed" } : undefined;
+      const text = def.id === "latency" ? `${fmt(d.value, "ms")} (${fmt(d.p99, "ms")})` : fmt(d.value, def.unit);
+      return { v: d.value, text };
+    });
+    if (def.id === "latency") {
+      line("pickup latency p99, from commit", "ms", false, (s) => (data[s]?.p99 == null ? undefined : { v: data[s].p99, text: fmt(data[s].p99, "ms") }));
+      line("end to end from the enqueue call, p50 (p99)", "ms", false, (s) =>
+        data[s]?.callP50 == null ? undefined : { v: data[s].callP50, text: `${fmt(data[s].callP50, "ms")} (${fmt(data[s].callP99, "ms")})` });
+    }
+  }
+  const rss = summary.process_best;
+  if (rss) line("worker peak RSS, best settings", "MB", false, (s) => (rss[s]?.maxRssMB == null ? undefined : { v: rss[s].maxRssMB, text: fmt(rss[s].maxRssMB, "MB") }));
+  const rssDefault = summary.process_default;
+  if (rssDefault) line("worker peak RSS, default settings", "MB", false, (s) => (rssDefault[s]?.maxRssMB == null ? undefined : { v: rssDefault[s].maxRssMB, text: fmt(rssDefault[s].maxRssMB, "MB") }));
+  return rows.join("\n");
+}
+
+/** The issue's targets, checked against the medians. Each: { target, met, detail }. */
+export function targets(summary) {
+  const v = (scenario, system, field = "value") => summary[scenario]?.[system]?.[field] ?? null;
+  const checks = [];
+  const ratio = (target, a, b, min) => {
+    const r = a != null && b != null ? a / b : null;
+    checks.push({ target, met: r != null && r >= min, detail: r == null ? "not measured" : `${r.toFixed(2)}× (need ≥ ${min}×)` });
+  };
+  ratio("processing ≥ 1.25× graphile-worker's best", v("process_best", "errand"), v("process_best", "graphile"), 1.25);
+  ratio("processing ≥ 1.5× pg-boss's best", v("process_best", "errand"), v("process_best", "pgboss"), 1.5);
+  ratio("processing ≥ 1.5× BullMQ's best", v("process_best", "errand"), v("process_best", "bullmq"), 1.5);
+  ratio("defaults ≥ 0.8× errand's best", v("process_default", "errand"), v("process_best", "errand"), 0.8);
+  ratio("≥ 0.8× the raw-SQL claim+complete ceiling", v("process_best", "errand"), v("process_best", "raw"), 0.8);
+  ratio("bulk enqueue ≥ 1.5× graphile-worker's", v("enqueue_bulk", "errand"), v("enqueue_bulk", "graphile"), 1.5);
+  ratio("one-at-a-time enqueue ≥ graphile-worker's", v("enqueue_one", "errand"), v("enqueue_one", "graphile"), 1);
+  ratio("one-at-a-time enqueue ≥ pg-boss's", v("enqueue_one", "errand"), v("enqueue_one", "pgboss"), 1);
+  const p50 = v("latency", "errand");
+  const p99 = v("latency", "errand", "p99");
+  const callP50 = v("latency", "errand", "callP50");
+  const callP99 = v("latency", "errand", "callP99");
+  checks.push({ target: "pickup latency p50 ≤ 3 ms, p99 ≤ 8 ms (from commit)", met: p50 != null && p50 <= 3 && p99 <= 8,
+    detail: p50 == null ? "not measured" : `p50 ${p50.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms (from the enqueue call: p50 ${callP50.toFixed(1)}, p99 ${callP99.toFixed(1)})` });
+  ratio("claim with history within 10 % of the empty table", v("history_full", "errand"), v("history_empty", "errand"), 0.9);
+  const rss = v("process_best", "errand", "maxRssMB");
+  checks.push({ target: "worker RSS < 150 MB while processing", met: rss != null && rss < 150, detail: rss == null ? "not measured" : `${rss.toFixed(0)} MB` });
+  return checks;
+}

@@ -1,0 +1,110 @@
+#!/usr/bin/env node
+// errand vs pg-boss, graphile-worker and BullMQ, side by side on this machine's PostgreSQL
+// and Redis. Scenario by scenario, systems interleaved (order rotated each run), medians
+// of --runs runs. Prints a markdown table and writes bench/results/<time>.{json,md}.
+//
+//   node bench/run.js [--smoke] [--runs N] [--only id,id] [--systems errand,raw]
+import { mkdirSync, writeFileSync } from "node:fs";
+import { cpus } from "node:os";
+import { parseArgs } from "node:util";
+import { dropSchema, pgUrl, redis, withPg } from "./lib/common.js";
+import { summarise, systems, table, targets } from "./lib/report.js";
+import { scenarios } from "./lib/scenarios.js";
+
+const { values: args } = parseArgs({
+  options: {
+    smoke: { type: "boolean", default: false },
+    runs: { type: "string" },
+    only: { type: "string" },
+    systems: { type: "string" },
+  },
+});
+
+const cfg = args.smoke
+  ? { runs: 1, enqueueOne: 100, enqueueBulk: 3_000, processDefault: 2_000, processBest: 3_000, capDefaultMs: 2_500, capMs: 10_000,
+      latencySeconds: 1, latencyRate: 50, historyRows: 20_000, historyJobs: 2_000 }
+  : { runs: 3, enqueueOne: 3_000, enqueueBulk: 50_000, processDefault: 20_000, processBest: 50_000, capDefaultMs: 8_000, capMs: 30_000,
+      latencySeconds: 8, latencyRate: 50, historyRows: 1_000_000, historyJobs: 50_000 };
+if (args.runs) cfg.runs = Number(args.runs);
+
+const only = args.only?.split(",");
+const onlySystems = args.systems?.split(",");
+const defs = scenarios(cfg).filter((d) => !only || only.includes(d.id) || only.includes(d.group));
+
+const raw = {};
+const failures = [];
+const log = (...parts) => console.error(...parts);
+
+async function measureOnce(def, system, run) {
+  const ns = `bench_${system}_${def.id}_${run}`.toLowerCase();
+  const started = performance.now();
+  try {
+    const result = await def.measure(system, ns);
+    const extra = result.p99 != null ? ` p99 ${result.p99.toFixed(1)}` : "";
+    const rss = result.maxRssMB != null ? ` rss ${result.maxRssMB.toFixed(0)} MB` : "";
+    log(`  ${def.id} run ${run} ${systems[system].padEnd(15)} ${result.value.toFixed(1).padStart(10)} ${def.unit}${extra}${rss} (${((performance.now() - started) / 1000).toFixed(1)} s)`);
+    return result;
+  } catch (error) {
+    log(`  ${def.id} run ${run} ${systems[system]} FAILED: ${error.stack ?? error}`);
+    failures.push(`${def.id}/${system}: ${error.message ?? error}`);
+    await dropSchema(ns).catch(() => {});
+    return { error: String(error.message ?? error) };
+  }
+}
+
+async function main() {
+  await withPg((c) => c.query("SELECT 1")).catch((error) => {
+    throw new Error(`PostgreSQL is not reachable at ${pgUrl} (${error.message}); see bench/README.md`);
+  });
+  const settings = await withPg(async (c) => (await c.query(
+    `SELECT name, setting FROM pg_settings WHERE name IN ('server_version', 'fsync', 'synchronous_commit', 'shared_buffers', 'max_connections')`)).rows);
+  log(`bench: ${args.smoke ? "smoke" : "full"}, ${cfg.runs} run(s), ${cpus().length} cores, PostgreSQL ${pgUrl}, Redis ${redis.host}:${redis.port}`);
+
+  const groups = [];
+  for (const def of defs) {
+    const key = def.group ?? def.id;
+    let group = groups.find((g) => g.key === key);
+    if (!group) groups.push((group = { key, defs: [] }));
+    group.defs.push(def);
+  }
+  for (const group of groups) {
+    log(`\n${group.key}`);
+    for (let run = 1; run <= cfg.runs; run++) {
+      for (const def of group.defs) {
+        const list = def.systems.filter((s) => !onlySystems || onlySystems.includes(s));
+        const order = list.map((_, i) => list[(i + run - 1) % list.length]); // rotate: nobody always goes first
+        for (const system of order) {
+          ((raw[def.id] ??= {})[system] ??= []).push(await measureOnce(def, system, run));
+        }
+      }
+    }
+  }
+
+  const summary = summarise(raw);
+  const markdown = table(summary, defs);
+  const checks = targets(summary);
+  const targetLines = checks.map((c) => `- ${c.met ? "MET" : "NOT MET"}: ${c.target} — ${c.detail}`).join("\n");
+  const stamp = new Date().toISOString().replace(/[:.]/g, "-");
+  const md = `# errand bench, ${args.smoke ? "smoke" : "full"} (${stamp})\n\nMedians of ${cfg.runs} run(s), ${cpus().length} cores. ` +
+    `× columns: errand's advantage (> 1 = errand better).\n\n${markdown}\n\n## Targets\n\n${targetLines}\n`;
+  const dir = new URL("./results/", import.meta.url);
+  mkdirSync(dir, { recursive: true });
+  const json = JSON.stringify({ mode: args.smoke ? "smoke" : "full", at: stamp, config: cfg, cores: cpus().length, postgres: settings, summary, targets: checks, failures }, null, 2);
+  for (const name of [stamp, args.smoke ? "latest-smoke" : "latest"]) {
+    writeFileSync(new URL(`${name}.json`, dir), json);
+    writeFileSync(new URL(`${name}.md`, dir), md);
+  }
+  console.log(md);
+  if (failures.length) {
+    console.error(`\n${failures.length} measurement(s) failed:\n${failures.map((f) => `  ${f}`).join("\n")}`);
+    process.exit(1);
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (error) => {
+    console.error(error);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,52 @@
+// errand, imported from the build (../../dist), against the bench PostgreSQL.
+import { Errand } from "../../dist/index.js";
+import { dropSchema, pgUrl, withPg } from "../lib/common.js";
+
+/**
+ * Worker settings per mode. "best" is the fastest found (BENCH_ERRAND_BEST / _DEFAULT,
+ * JSON, override them to try others).
+ */
+export const settings = {
+  default: JSON.parse(process.env.BENCH_ERRAND_DEFAULT ?? "{}"),
+  best: JSON.parse(process.env.BENCH_ERRAND_BEST ?? '{"concurrency":100,"prefetch":1000}'),
+  latency: {},
+};
+
+/** An errand instance in its own schema. */
+export function create(ns) {
+  let errand;
+  const url = process.env.BENCH_ERRAND_URL ?? pgUrl; // experiments only (e.g. ?options=…)
+  const open = async (migrate) => (errand ??= await Errand.open({ connectionString: url, schema: ns, migrate }));
+  return {
+    async setup() {
+      await dropSchema(ns);
+      await open(true);
+    },
+    async enqueueOne(payload) {
+      await (await open(false)).enqueue("bench", payload);
+    },
+    async enqueueMany(payloads) {
+      await (await open(false)).enqueueMany(payloads.map((payload) => ({ kind: "bench", payload })));
+    },
+    async startWorker(mode, onJobs) {
+      const client = await open(false);
+      const worker = client.worker({
+        ...settings[mode],
+        handlers: { bench: async (payload) => void onJobs([payload]) },
+        onEvent: (event) => {
+          if (event.type === "error") console.error("errand worker error", event.during, event.error);
+        },
+      });
+      await worker.start();
+      return { stop: () => worker.stop({ timeout: 5_000 }) };
+    },
+    async completed() {
+      return withPg(async (c) => Number((await c.query(`SELECT count(*) FROM "${ns}".jobs WHERE status = 'done'`)).rows[0].count));
+    },
+    async close() {
+      await errand?.close();
+      errand = undefined;
+    },
+    teardown: () => dropSchema(ns),
+  };
+}

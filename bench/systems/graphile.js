@@ -1,0 +1,59 @@
+// graphile-worker 0.18 in its own schema. Task identifier "bench".
+import { makeWorkerUtils, run } from "graphile-worker";
+import { dropSchema, pgUrl, withPg } from "../lib/common.js";
+
+/** Worker settings per mode (the issue's best: localQueue 1000, completeJobBatchDelay 10). */
+export const settings = {
+  default: {},
+  best: { concurrency: 100, preset: { worker: { localQueue: { size: 1000 }, completeJobBatchDelay: 10 } } },
+  latency: {},
+};
+
+/** A graphile-worker installation in its own schema. */
+export function create(ns) {
+  let utils;
+  const open = async () => (utils ??= await makeWorkerUtils({ connectionString: pgUrl, schema: ns }));
+  return {
+    async setup() {
+      await dropSchema(ns);
+      await (await open()).migrate();
+    },
+    async enqueueOne(payload) {
+      await (await open()).addJob("bench", payload);
+    },
+    async enqueueMany(payloads) {
+      await (await open()).addJobs(payloads.map((payload) => ({ identifier: "bench", payload })));
+    },
+    async startWorker(mode, onJobs) {
+      const { preset, ...rest } = settings[mode];
+      const runner = await run({
+        connectionString: pgUrl,
+        schema: ns,
+        noHandleSignals: true,
+        logger: quietLogger,
+        ...rest,
+        ...(preset ? { preset } : {}),
+        taskList: { bench: async (payload) => void onJobs([payload]) },
+      });
+      return { stop: () => runner.stop() };
+    },
+    async completed() {
+      // Completed jobs are deleted: done = added − remaining.
+      return withPg(async (c) => {
+        const seq = (await c.query(`SELECT pg_get_serial_sequence($1, 'id') AS s`, [`"${ns}"._private_jobs`])).rows[0].s;
+        const { rows } = await c.query(`SELECT (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM ${seq}) - (SELECT count(*) FROM "${ns}"._private_jobs) AS done`);
+        return Number(rows[0].done);
+      });
+    },
+    async close() {
+      await utils?.release();
+      utils = undefined;
+    },
+    teardown: () => dropSchema(ns),
+  };
+}
+
+import { Logger } from "graphile-worker";
+const quietLogger = new Logger(() => (level, message) => {
+  if (level === "error") console.error("graphile-worker:", message);
+});

@@ -1,0 +1,48 @@
+// pg-boss 12 in its own schema. Jobs go to one queue, "bench".
+import { PgBoss } from "pg-boss";
+import { dropSchema, pgUrl, withPg } from "../lib/common.js";
+
+/** Worker settings per mode (the issue's best: batchSize 1000; latency: LISTEN/NOTIFY on). */
+export const settings = {
+  default: {},
+  best: { batchSize: 1000, burstWhenBatchFull: true, pollingIntervalSeconds: 0.5 },
+  latency: { batchSize: 10, pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 0.5 },
+};
+
+/** A pg-boss instance in its own schema. */
+export function create(ns) {
+  let boss;
+  const open = async (notify) => {
+    if (boss) return boss;
+    boss = new PgBoss({ connectionString: pgUrl, schema: ns, useListenNotify: notify, max: 10 });
+    boss.on("error", (error) => console.error("pg-boss error", error));
+    await boss.start();
+    return boss;
+  };
+  return {
+    async setup() {
+      await dropSchema(ns);
+      const b = await open(true);
+      await b.createQueue("bench", { notify: true });
+    },
+    async enqueueOne(payload) {
+      await (await open(false)).send("bench", payload);
+    },
+    async enqueueMany(payloads) {
+      await (await open(false)).insert("bench", payloads.map((data) => ({ data })));
+    },
+    async startWorker(mode, onJobs) {
+      const b = await open(mode === "latency");
+      await b.work("bench", settings[mode], async (jobs) => void onJobs(jobs.map((job) => job.data)));
+      return { stop: () => b.stop({ graceful: true, timeout: 5_000 }).then(() => (boss = undefined)) };
+    },
+    async completed() {
+      return withPg(async (c) => Number((await c.query(`SELECT count(*) FROM "${ns}".job WHERE state = 'completed'`)).rows[0].count));
+    },
+    async close() {
+      await boss?.stop({ graceful: false, timeout: 1_000 });
+      boss = undefined;
+    },
+    teardown: () => dropSchema(ns),
+  };
+}
