@@ -34,6 +34,29 @@ export function register(program: Command): void {
       .option("--poll-interval <seconds>", "fallback poll when no notification arrives (default 1)", secondsArg(false))
       .option("--verbose", "also log every successful job"),
   ).action(async (flags: WorkerFlags) => {
+    // Signals are handled from the first moment: a SIGTERM while the worker is still
+    // connecting must also end in a clean exit 0, not the default kill.
+    let signals = 0;
+    let stop: (() => Promise<void>) | undefined;
+    const exitAfter = (work: Promise<void>) =>
+      work.then(
+        () => process.exit(0),
+        (error: unknown) => {
+          logLine({ level: "error", event: "shutdown_failed", error: String(error) });
+          process.exit(1);
+        },
+      );
+    const shutdown = (signal: NodeJS.Signals) => {
+      if (++signals > 1) {
+        logLine({ level: "warn", event: "forced_exit", signal });
+        process.exit(130);
+      }
+      logLine({ level: "info", event: "shutting_down", signal });
+      if (stop) void exitAfter(stop());
+    };
+    process.on("SIGTERM", shutdown);
+    process.on("SIGINT", shutdown);
+
     const handlers = await loadHandlers(flags.handlers);
     const errand = await openFromFlags(flags);
     const worker = errand.worker({
@@ -48,26 +71,11 @@ export function register(program: Command): void {
       ...(flags.pollInterval !== undefined ? { pollIntervalMs: flags.pollInterval } : {}),
       onEvent: (event) => logEvent(event, flags.verbose === true),
     });
-    let signals = 0;
-    const shutdown = (signal: NodeJS.Signals) => {
-      if (++signals > 1) {
-        logLine({ level: "warn", event: "forced_exit", signal });
-        process.exit(130);
-      }
-      logLine({ level: "info", event: "shutting_down", signal });
-      worker
-        .stop()
-        .then(() => errand.close())
-        .then(
-          () => process.exit(0),
-          (error: unknown) => {
-            logLine({ level: "error", event: "shutdown_failed", error: String(error) });
-            process.exit(1);
-          },
-        );
-    };
-    process.on("SIGTERM", shutdown);
-    process.on("SIGINT", shutdown);
+    stop = () => worker.stop().then(() => errand.close());
+    if (signals > 0) {
+      await exitAfter(stop()); // asked to stop while connecting: nothing was claimed
+      return;
+    }
     await worker.start();
   });
 }

@@ -1,0 +1,109 @@
+import { performance } from "node:perf_hooks";
+import { afterEach, beforeEach, expect, it } from "vitest";
+import type { Spawned } from "../support/process.js";
+import { type ProcessTest, processTest } from "./harness.js";
+
+// The promise under test: at least once, never lost, never twice while a lease holds —
+// with worker processes SIGKILLed at random while they run thousands of jobs.
+const JOBS = 3000;
+const WORKERS = 3;
+const WORKER_ARGS = ["--concurrency", "10", "--lease", "2", "--rescue-interval", "0.5", "--poll-interval", "0.5", "--shutdown-timeout", "10"];
+const DEADLINE_MS = 100_000;
+
+let t: ProcessTest;
+beforeEach(async () => {
+  t = await processTest();
+});
+afterEach(() => t.cleanup());
+
+const tick = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const between = (min: number, max: number) => min + Math.random() * (max - min);
+
+it("SIGKILLing random workers every 1–2 s loses no job and never runs one twice while its lease holds", { timeout: 115_000 }, async () => {
+  const s = t.schema;
+  await t.errand.enqueueMany(Array.from({ length: JOBS }, (_, i) => ({ kind: "record", payload: { i, ms: Math.round(between(20, 120)) } })));
+  const began = performance.now();
+  const generation = Array.from({ length: WORKERS }, () => 0);
+  const live: Spawned[] = generation.map((_, slot) => t.worker(`w${slot + 1}.0`, WORKER_ARGS));
+  let kills = 0;
+  let nextKill = performance.now() + between(1000, 2000);
+  const doneCount = async () => (await t.sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${s}.jobs WHERE status = 'done'`))[0]!.n;
+
+  while ((await doneCount()) < JOBS) {
+    if (performance.now() - began > DEADLINE_MS) throw new Error(`not done after ${DEADLINE_MS} ms: ${JSON.stringify(await t.statusCounts())}`);
+    for (const worker of live) {
+      if (worker.hasExited()) throw new Error(`${worker.name} exited on its own (${JSON.stringify(await worker.exited)}): ${worker.stderr().slice(-2000)}`);
+    }
+    if (performance.now() >= nextKill) {
+      const slot = Math.floor(Math.random() * WORKERS);
+      const victim = live[slot]!;
+      await victim.kill("SIGKILL");
+      // Recorded after the exit: an upper bound on when the victim's handlers stopped.
+      await t.sql(`INSERT INTO ${s}.kills (worker, killed_at) VALUES ($1, clock_timestamp())`, [victim.name]);
+      kills++;
+      live[slot] = t.worker(`w${slot + 1}.${++generation[slot]!}`, WORKER_ARGS);
+      nextKill = performance.now() + between(1000, 2000);
+    }
+    await tick(100);
+  }
+  const elapsedMs = performance.now() - began;
+
+  // Everyone still alive shuts down cleanly (once its signal handlers are installed).
+  for (const worker of live) await worker.waitForLog((l) => l.event === "started", 15_000, "started");
+  for (const worker of live) worker.child.kill("SIGTERM");
+  for (const worker of live) expect(await worker.exited).toEqual({ code: 0, signal: null });
+
+  // Every job done, and its effect recorded (a finished run) at least once.
+  expect(await t.statusCounts()).toEqual({ done: JOBS });
+  const [{ missing }] = await t.sql<{ missing: number }>(
+    `SELECT count(*)::int AS missing FROM ${s}.jobs j WHERE NOT EXISTS (SELECT 1 FROM ${s}.effects e WHERE e.job_id = j.id AND e.ended_at IS NOT NULL)`,
+  );
+  expect(missing).toBe(0);
+
+  // Every run either finished or belonged to a worker that was killed (which ends it).
+  const [{ unexplained }] = await t.sql<{ unexplained: number }>(
+    `SELECT count(*)::int AS unexplained FROM ${s}.effects e LEFT JOIN ${s}.kills k USING (worker) WHERE e.ended_at IS NULL AND k.worker IS NULL`,
+  );
+  expect(unexplained).toBe(0);
+
+  // No two runs of one job overlap in time: a second run starts only after the first
+  // ended or its worker died (and its lease ran out).
+  const overlaps = await t.sql(`
+    WITH runs AS (
+      SELECT e.id, e.job_id, e.worker, e.started_at, coalesce(e.ended_at, k.killed_at) AS ended_at
+      FROM ${s}.effects e LEFT JOIN ${s}.kills k USING (worker)
+    )
+    SELECT a.job_id, a.worker AS first, b.worker AS second, a.started_at, a.ended_at, b.started_at AS second_started
+    FROM runs a JOIN runs b ON a.job_id = b.job_id AND a.id <> b.id
+    WHERE a.started_at <= b.started_at AND b.started_at < a.ended_at`);
+  expect(overlaps).toEqual([]);
+
+  // One claim, one attempt number: no attempt was handed to two runs.
+  const [{ reused }] = await t.sql<{ reused: number }>(
+    `SELECT count(*)::int AS reused FROM (SELECT 1 FROM ${s}.effects GROUP BY job_id, attempt HAVING count(*) > 1) x`,
+  );
+  expect(reused).toBe(0);
+
+  // Jobs that ran more than once: every earlier run belonged to a worker that was killed
+  // (killed mid-run, or after the run but before its completion was written).
+  const [{ duplicates, runs, killed_runs, unexcused, max_attempts }] = await t.sql<{
+    duplicates: number;
+    runs: number;
+    killed_runs: number;
+    unexcused: number;
+    max_attempts: number;
+  }>(`
+    SELECT (SELECT count(*)::int FROM (SELECT job_id FROM ${s}.effects GROUP BY job_id HAVING count(*) > 1) d) AS duplicates,
+           (SELECT count(*)::int FROM ${s}.effects) AS runs,
+           (SELECT count(*)::int FROM ${s}.effects WHERE ended_at IS NULL) AS killed_runs,
+           (SELECT count(*)::int FROM ${s}.effects e JOIN ${s}.jobs j ON j.id = e.job_id
+              WHERE e.attempt <> j.attempts AND e.worker NOT IN (SELECT worker FROM ${s}.kills)) AS unexcused,
+           (SELECT max(attempts)::int FROM ${s}.jobs) AS max_attempts`);
+  expect(unexcused).toBe(0);
+  expect(kills).toBeGreaterThanOrEqual(3);
+
+  console.log(
+    `kill test: ${JOBS} jobs, ${WORKERS} workers, ${kills} SIGKILLs, ${runs} runs, ${duplicates} jobs ran twice or more ` +
+      `(${killed_runs} runs cut short by a kill), max attempts ${max_attempts}, ${(elapsedMs / 1000).toFixed(1)} s`,
+  );
+});
