@@ -176,7 +176,12 @@ describe("worker", () => {
     const worker = t.errand.worker({
       handlers: {
         stuck: (_: unknown, ctx) =>
-          new Promise<void>((_, reject) => ctx.signal.addEventListener("abort", () => reject((aborted = ctx.signal.reason)))),
+          new Promise<void>((_, reject) =>
+            ctx.signal.addEventListener("abort", () => {
+              aborted = ctx.signal.reason;
+              reject(new Error("aborted"));
+            }),
+          ),
       },
     });
     await worker.start();
