@@ -9,3 +9,5 @@ export type { Driver, Queryable, Statement, Transaction, QueryResult } from "./d
 export type { Worker, WorkerOptions, WorkerEvent } from "./worker/worker.js";
 export type { Handler, Handlers, JobContext } from "./worker/handlers.js";
 export type { ClaimedJob } from "./worker/executor.js";
+/** The web dashboard: `createDashboard(errand)` returns a Hono app (its `fetch` is a request handler). */
+export { createDashboard, type DashboardOptions, type DashboardAuth, authFromEnv } from "./dashboard/index.js";

@@ -1,0 +1,134 @@
+import { Hono, type Context } from "hono";
+import { getCookie, setCookie } from "hono/cookie";
+import type { Errand } from "../client.js";
+import { ErrandError, ValidationError } from "../errors.js";
+import { registerActions } from "./actions.js";
+import { css, js } from "./assets.js";
+import { DashboardData } from "./data.js";
+import type { Html } from "./html.js";
+import { type PageContext, messagePage } from "./layout.js";
+import { registerPages } from "./pages.js";
+import { type DashboardAuth, CsrfTokens, authorized, checkAuth, sameOrigin } from "./security.js";
+
+/** How the dashboard behaves. */
+export interface DashboardOptions {
+  /** Path the dashboard is served under, e.g. `"/errand"`. Default: the root. */
+  readonly basePath?: string;
+  /** Hide every action and refuse every POST. Default false. */
+  readonly readOnly?: boolean;
+  /** Require a token or basic auth on every request. Default: none (bind to loopback!). */
+  readonly auth?: DashboardAuth;
+  /** Seconds between the overview's refreshes in the browser. Default 5. */
+  readonly refreshSeconds?: number;
+  /** Rows per page in job lists. Default 50. */
+  readonly pageSize?: number;
+}
+
+/** Per-request values the routes share. */
+export interface DashboardEnv {
+  Variables: { page: PageContext };
+}
+
+/** What the route modules receive. */
+export interface DashboardDeps {
+  readonly errand: Errand;
+  readonly data: DashboardData;
+  readonly options: Required<Omit<DashboardOptions, "auth">>;
+  /** Sends a page with the right status. */
+  send(c: Context<DashboardEnv>, body: Html, status?: 200 | 400 | 403 | 404 | 409 | 500): Response;
+}
+
+const cookieName = "errand_csrf";
+
+/**
+ * The errand dashboard as a Hono app: overview, jobs, job detail and dead letters,
+ * server-rendered with a little progressive enhancement. Serve it with
+ * `@hono/node-server`, or mount `app.fetch` (a `(Request) => Response` handler) in any
+ * server that speaks the Fetch API.
+ *
+ * @example
+ * ```ts
+ * import { serve } from "@hono/node-server";
+ * const app = createDashboard(errand, { readOnly: true });
+ * serve({ fetch: app.fetch, port: 4000, hostname: "127.0.0.1" });
+ * ```
+ */
+export function createDashboard(errand: Errand, options: DashboardOptions = {}): Hono<DashboardEnv> {
+  const base = checkBase(options.basePath ?? "");
+  const auth = options.auth === undefined ? undefined : checkAuth(options.auth);
+  const resolved = {
+    basePath: base,
+    readOnly: options.readOnly === true,
+    refreshSeconds: positive(options.refreshSeconds ?? 5, "refreshSeconds", 3600),
+    pageSize: positive(options.pageSize ?? 50, "pageSize", 1000),
+  };
+  const csrf = new CsrfTokens();
+  const app = new Hono<DashboardEnv>({ strict: false }).basePath(base || "/");
+  const deps: DashboardDeps = {
+    errand,
+    data: new DashboardData(errand),
+    options: resolved,
+    send: (c, body, status = 200) => c.html(body.value, status),
+  };
+
+  app.use("*", async (c, next) => {
+    c.header("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
+    c.header("X-Content-Type-Options", "nosniff");
+    c.header("Referrer-Policy", "same-origin");
+    c.header("X-Frame-Options", "DENY");
+    c.header("Cache-Control", "no-store");
+    if (auth && !authorized(auth, c.req.header("authorization"))) {
+      c.header("WWW-Authenticate", 'Basic realm="errand dashboard", charset="UTF-8"');
+      return c.text("authentication required", 401);
+    }
+    let nonce = getCookie(c, cookieName);
+    if (!nonce || !/^[A-Za-z0-9_-]{16,64}$/.test(nonce)) {
+      nonce = csrf.nonce();
+      setCookie(c, cookieName, nonce, { path: base || "/", httpOnly: true, sameSite: "Strict", secure: new URL(c.req.url).protocol === "https:" });
+    }
+    c.set("page", { base, csrf: csrf.token(nonce), readOnly: resolved.readOnly, schedules: false });
+    if (c.req.method === "POST") {
+      const ctx = c.get("page");
+      if (resolved.readOnly) return deps.send(c, messagePage(ctx, "Read-only", "This dashboard is read-only: actions are turned off."), 403);
+      const headers = { origin: c.req.header("origin"), referer: c.req.header("referer"), host: c.req.header("host") ?? new URL(c.req.url).host, fetchSite: c.req.header("sec-fetch-site") };
+      if (!sameOrigin(headers)) return deps.send(c, messagePage(ctx, "Refused", "This request came from another site, so it was refused. Nothing was changed."), 403);
+      const body = await c.req.parseBody({ all: true });
+      if (!csrf.verify(getCookie(c, cookieName), body._csrf)) {
+        return deps.send(c, messagePage(ctx, "Refused", "The form's security token is missing or out of date (the dashboard may have restarted). Reload the page and try again. Nothing was changed."), 403);
+      }
+    } else if (c.req.method !== "GET" && c.req.method !== "HEAD") {
+      return c.text("method not allowed", 405);
+    }
+    await next();
+  });
+
+  app.get("/assets/dashboard.css", (c) => c.body(css, 200, { "Content-Type": "text/css; charset=utf-8", "Cache-Control": "max-age=300" }));
+  app.get("/assets/dashboard.js", (c) => c.body(js, 200, { "Content-Type": "text/javascript; charset=utf-8", "Cache-Control": "max-age=300" }));
+  registerPages(app, deps);
+  registerActions(app, deps);
+
+  app.notFound((c) => deps.send(c, messagePage(c.get("page") ?? fallbackPage(base, resolved.readOnly), "Not found", "There is no such page in the dashboard."), 404));
+  app.onError((error, c) => {
+    const ctx = c.get("page") ?? fallbackPage(base, resolved.readOnly);
+    if (error instanceof ValidationError) return deps.send(c, messagePage(ctx, "Bad request", error.message), 400);
+    if (error instanceof ErrandError && error.code === "not_found") return deps.send(c, messagePage(ctx, "Nothing changed", error.message), 409);
+    console.error("errand dashboard:", error);
+    return deps.send(c, messagePage(ctx, "Error", "Something went wrong on the server; the details are in its log."), 500);
+  });
+  return app;
+}
+
+function fallbackPage(base: string, readOnly: boolean): PageContext {
+  return { base, csrf: "", readOnly, schedules: false };
+}
+
+function checkBase(base: string): string {
+  if (base === "" || base === "/") return "";
+  if (!/^(\/[A-Za-z0-9._~-]+)+$/.test(base)) throw new ValidationError("basePath", `must look like "/errand" (no trailing slash), got ${JSON.stringify(base)}`);
+  return base;
+}
+
+function positive(n: number, field: string, max: number): number {
+  if (!Number.isInteger(n) || n < 1 || n > max) throw new ValidationError(field, `must be an integer from 1 to ${max}`);
+  return n;
+}
