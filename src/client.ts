@@ -13,6 +13,7 @@ import { type RetryPolicy, checkMaxAttempts, defaultMaxAttempts, defaultRetryPol
 import { type Queries, queriesFor } from "./sql/queries.js";
 import { checkSchemaName, defaultSchema } from "./sql/schema.js";
 import { Worker, type WorkerOptions } from "./worker/worker.js";
+import { Schedules } from "./maintenance/schedules.js";
 import { type PruneOptions, type PruneResult, prune } from "./maintenance/pruner.js";
 import { type QueueStats, readStats } from "./observe/stats.js";
 
@@ -99,6 +100,8 @@ export class Errand {
   readonly #queries: Queries;
   readonly #maxPayloadBytes: number;
   readonly #workers = new Set<Worker>();
+  /** Recurring jobs: declare, list, pause, resume, remove, and the scheduler service. */
+  readonly schedules: Schedules;
 
   private constructor(driver: Driver, schema: string, kinds: ReadonlyMap<string, ResolvedKind>, maxPayloadBytes: number) {
     this.driver = driver;
@@ -106,6 +109,7 @@ export class Errand {
     this.kinds = kinds;
     this.#maxPayloadBytes = maxPayloadBytes;
     this.#queries = queriesFor(schema);
+    this.schedules = new Schedules(driver, schema, (specs, options) => this.enqueueMany(specs, options));
   }
 
   /** Connects (or opens the embedded database), validates options and migrates. */
@@ -271,6 +275,7 @@ export class Errand {
   /** Stops this client's workers and closes what errand opened. */
   async close(): Promise<void> {
     await Promise.all([...this.#workers].map((worker) => worker.stop()));
+    await this.schedules.stopSchedulers();
     await this.driver.close();
   }
 }
