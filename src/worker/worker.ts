@@ -11,6 +11,7 @@ import { channelFor } from "../sql/schema.js";
 import { Completer } from "./completer.js";
 import { type ClaimedJob, type Outcome, execute } from "./executor.js";
 import type { Handlers } from "./handlers.js";
+import { LocalLeases } from "./leases.js";
 import { Wake } from "./wake.js";
 
 /** How a worker runs. Every field has a default that suits most apps. */
@@ -48,6 +49,7 @@ export type WorkerEvent =
   | { readonly type: "job_dead"; readonly job: ClaimedJob; readonly durationMs: number; readonly error: string }
   | { readonly type: "job_snoozed"; readonly job: ClaimedJob; readonly delayMs: number }
   | { readonly type: "lease_lost"; readonly jobIds: readonly string[] }
+  | { readonly type: "listen_restored" }
   | { readonly type: "rescued"; readonly ready: number; readonly dead: number }
   | { readonly type: "error"; readonly during: string; readonly error: unknown };
 
@@ -56,6 +58,11 @@ interface Running {
   readonly controller: AbortController;
   /** Set when the result must not be written (lease lost, or released at shutdown). */
   discard: boolean;
+  /**
+   * Set when heartbeats could not extend the lease in time: the handler was aborted; a
+   * success is still written (the write checks the lease), anything else is left to the rescuer.
+   */
+  expired: boolean;
 }
 
 interface ClaimRow {
@@ -95,7 +102,10 @@ export class Worker {
   readonly #completer: Completer;
   readonly #wake = new Wake();
   readonly #buffer: ClaimedJob[] = [];
-  readonly #running = new Map<string, Running>();
+  /** Keyed by the claim, not the id: a job rescued and claimed again is another claim. */
+  readonly #running = new Map<ClaimedJob, Running>();
+  readonly #local: LocalLeases;
+  readonly #leaseCheckMs: number;
   readonly #stoppedCallbacks: (() => void)[] = [];
   #state: "idle" | "running" | "stopping" | "stopped" = "idle";
   #loop: Promise<void> | undefined;
@@ -127,6 +137,8 @@ export class Worker {
     this.#shutdownTimeoutMs = nonNegativeMs(options.shutdownTimeoutMs ?? 25_000, "shutdownTimeoutMs");
     this.#heartbeatIntervalMs = positiveMs(options.heartbeatIntervalMs ?? Math.max(50, shortest / 3), "heartbeatIntervalMs");
     if (this.#heartbeatIntervalMs >= shortest) throw new ValidationError("heartbeatIntervalMs", `must be shorter than the shortest lease (${shortest} ms)`);
+    this.#local = new LocalLeases((kind) => kinds.get(kind)?.leaseMs ?? this.#leaseMs);
+    this.#leaseCheckMs = Math.max(10, Math.min(this.#heartbeatIntervalMs, shortest - this.#heartbeatIntervalMs) / 4);
     this.#rescueIntervalMs = nonNegativeMs(options.rescueIntervalMs ?? 30_000, "rescueIntervalMs");
     this.#onEvent = options.onEvent ?? (() => {});
     this.id = options.workerId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
@@ -146,7 +158,15 @@ export class Worker {
     if (this.#state !== "idle") throw new ErrandError("worker_state", `worker is ${this.#state}; create a new one to start again`);
     this.#state = "running";
     try {
-      this.#unlisten = await this.#driver.listen(channelFor(this.#schema), () => this.#nudge(), () => this.#nudge());
+      this.#unlisten = await this.#driver.listen(
+        channelFor(this.#schema),
+        () => this.#nudge(),
+        () => {
+          // Notifications sent while the connection was down are lost: look for jobs now.
+          this.#emit({ type: "listen_restored" });
+          this.#nudge();
+        },
+      );
     } catch (error) {
       // Polling still works without notifications.
       this.#emit({ type: "error", during: "listen", error });
@@ -157,6 +177,7 @@ export class Worker {
       return;
     }
     this.#every(this.#heartbeatIntervalMs, () => this.#heartbeat());
+    this.#every(this.#leaseCheckMs, async () => this.#abortExpired());
     if (this.#rescueIntervalMs > 0) {
       // A worker restarted after a crash rescues its predecessor's jobs without waiting a full interval.
       void this.rescue();
@@ -258,8 +279,9 @@ export class Worker {
   }
 
   async #claim(limit: number): Promise<ClaimedJob[]> {
+    const sentAt = this.#clock.now();
     const { rows } = await this.#driver.run<ClaimRow>(this.#queries.claim, [limit, this.id, this.#leases, this.#leaseMs]);
-    return rows.map((row) => ({
+    const jobs = rows.map((row) => ({
       id: String(row.id),
       kind: row.kind,
       payload: row.payload,
@@ -269,6 +291,8 @@ export class Worker {
       runAt: new Date(row.run_at),
       createdAt: new Date(row.created_at),
     }));
+    this.#local.claimed(jobs, sentAt);
+    return jobs;
   }
 
   #dispatch(): void {
@@ -278,12 +302,13 @@ export class Worker {
   }
 
   async #run(job: ClaimedJob): Promise<void> {
-    const entry: Running = { job, controller: new AbortController(), discard: false };
-    this.#running.set(job.id, entry);
+    const entry: Running = { job, controller: new AbortController(), discard: false, expired: false };
+    this.#running.set(job, entry);
     const started = this.#clock.now();
     const outcome = await execute(job, this.#handlers, entry.controller.signal, this.#policyFor(job.kind));
-    this.#running.delete(job.id);
-    if (!entry.discard) {
+    this.#running.delete(job);
+    this.#local.forget(job);
+    if (!entry.discard && !(entry.expired && outcome.type !== "done")) {
       this.#completer.add(job, outcome);
       this.#report(job, outcome, this.#clock.now() - started);
     }
@@ -305,36 +330,58 @@ export class Worker {
 
   /** Extends the leases of every job this worker holds; aborts handlers whose lease is gone. */
   async #heartbeat(): Promise<void> {
-    const held = [...[...this.#running.values()].map((r) => r.job), ...this.#buffer, ...this.#completer.jobs()];
+    const held = [...this.#running.keys(), ...this.#buffer, ...this.#completer.jobs()];
     if (held.length === 0) return;
+    const sentAt = this.#clock.now();
     let kept: Set<string>;
     try {
-      const { rows } = await this.#driver.run<{ id: string }>(this.#queries.heartbeat, [held.map((j) => j.id), held.map((j) => j.attempt), this.id, this.#leases, this.#leaseMs]);
-      kept = new Set(rows.map((row) => String(row.id)));
+      const { rows } = await this.#driver.run<{ id: string; attempts: number }>(this.#queries.heartbeat, [held.map((j) => j.id), held.map((j) => j.attempt), this.id, this.#leases, this.#leaseMs]);
+      kept = new Set(rows.map((row) => `${row.id}/${row.attempts}`));
     } catch (error) {
       this.#emit({ type: "error", during: "heartbeat", error });
       return;
     }
-    const lost: string[] = [];
-    for (const job of held) {
-      if (kept.has(job.id)) continue;
-      const running = this.#running.get(job.id);
-      if (running && running.job.attempt === job.attempt) {
-        running.discard = true;
-        running.controller.abort(new ErrandError("lease_lost", `the lease on job ${job.id} was lost; another worker may run it`));
-        lost.push(job.id);
+    const extended = held.filter((job) => kept.has(`${job.id}/${job.attempt}`));
+    this.#local.extended(extended, sentAt);
+    if (extended.length === held.length) return;
+    const lost = held.filter((job) => !kept.has(`${job.id}/${job.attempt}`));
+    this.#drop(lost, (job) => new ErrandError("lease_lost", `the lease on job ${job.id} was lost; another worker may run it`), true);
+  }
+
+  /**
+   * Heartbeats have not extended these leases in time (the database is slow or out of
+   * reach): stop their handlers before the leases run out and another worker takes over.
+   */
+  #abortExpired(): void {
+    const expiring = this.#local.takeExpiring(this.#clock.now(), this.#leaseCheckMs * 2);
+    if (expiring.length === 0) return;
+    this.#drop(expiring, (job) => new ErrandError("lease_expired", `the lease on job ${job.id} could not be extended in time; another worker may run it`), false);
+  }
+
+  /** Aborts the running `jobs` and forgets the buffered ones; `lost` = the database said so. */
+  #drop(jobs: readonly ClaimedJob[], reason: (job: ClaimedJob) => ErrandError, lost: boolean): void {
+    const dropped: string[] = [];
+    for (const job of jobs) {
+      const running = this.#running.get(job);
+      if (running) {
+        if (lost) running.discard = true;
+        else running.expired = true;
+        running.controller.abort(reason(job));
+        dropped.push(job.id);
       }
-      const buffered = this.#buffer.findIndex((b) => b.id === job.id && b.attempt === job.attempt);
+      const buffered = this.#buffer.indexOf(job);
       if (buffered >= 0) {
         this.#buffer.splice(buffered, 1);
-        lost.push(job.id);
+        this.#local.forget(job);
+        dropped.push(job.id);
       }
     }
-    if (lost.length) this.#emit({ type: "lease_lost", jobIds: lost });
+    if (dropped.length) this.#emit({ type: "lease_lost", jobIds: dropped });
   }
 
   async #stop(timeout: number): Promise<void> {
     if (this.#state === "stopped") return;
+    const deadline = this.#clock.now() + timeout;
     this.#state = "stopping";
     this.#wake.wake();
     await this.#loop;
@@ -342,14 +389,12 @@ export class Worker {
     // Claimed but never started: give them back now so other workers can take them.
     const unstarted = this.#buffer.splice(0);
     for (const job of unstarted) this.#completer.add(job, { type: "released" });
-    if (this.#running.size > 0) {
-      const deadline = this.#clock.now() + timeout;
-      while (this.#running.size > 0 && this.#clock.now() < deadline) {
-        await this.#wake.wait(Math.max(1, deadline - this.#clock.now()));
-      }
+    while (this.#running.size > 0 && this.#clock.now() < deadline) {
+      await this.#wake.wait(Math.max(1, deadline - this.#clock.now()));
     }
     let released = unstarted.length;
     for (const running of this.#running.values()) {
+      if (running.discard) continue; // no longer ours: nothing to give back
       running.discard = true;
       running.controller.abort(new ErrandError("shutdown", "the worker is shutting down; the job will run again"));
       this.#completer.add(running.job, { type: "released" });
@@ -358,7 +403,10 @@ export class Worker {
     this.#running.clear();
     for (const timer of this.#timers) clearInterval(timer);
     this.#timers = [];
-    await this.#completer.drain(this.#clock.now() + Math.max(5_000, timeout), () => this.#clock.now());
+    // Outcomes that cannot be written (the database is down) are retried for what is left
+    // of the timeout, and at least 3 s, then given up: those jobs run again after their
+    // lease (see docs/crash-safety.md). This bounds shutdown at about timeout + 3 s.
+    await this.#completer.drain(Math.max(deadline, this.#clock.now() + 3_000), () => this.#clock.now());
     this.#state = "stopped";
     this.#emit({ type: "stopped", workerId: this.id, released });
     this.#finishStop();

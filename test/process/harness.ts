@@ -48,6 +48,11 @@ export async function processTest(): Promise<ProcessTest> {
     started_at timestamptz NOT NULL, ended_at timestamptz, note text)`);
   await t.sql(`CREATE TABLE ${s}.kills (worker text PRIMARY KEY, killed_at timestamptz NOT NULL)`);
   const processes: Spawned[] = [];
+  const effects = (jobId?: string) =>
+    t.sql<Effect>(
+      `SELECT job_id::text, worker, attempt, started_at, ended_at, note FROM ${s}.effects WHERE $1::bigint IS NULL OR job_id = $1 ORDER BY started_at, id`,
+      [jobId ?? null],
+    );
   return {
     ...t,
     processes,
@@ -56,22 +61,18 @@ export async function processTest(): Promise<ProcessTest> {
       processes.push(spawned);
       return spawned;
     },
-    effects: (jobId) =>
-      t.sql<Effect>(
-        `SELECT job_id::text, worker, attempt, started_at, ended_at, note FROM ${s}.effects WHERE $1::bigint IS NULL OR job_id = $1 ORDER BY started_at, id`,
-        [jobId ?? null],
-      ),
+    effects,
     job: async (id) => (await t.sql<JobState>(`SELECT id::text, status, attempts, last_error, errors FROM ${s}.jobs WHERE id = $1`, [id]))[0]!,
-    started(id, worker, runs = 1, timeoutMs = 15_000) {
-      return eventually(
+    async started(id, worker, runs = 1, timeoutMs = 15_000) {
+      return (await eventually(
         async () => {
           if (worker?.hasExited()) throw new Error(`${worker.name} exited before job ${id} started: ${worker.stderr().slice(-2000)}`);
-          const effects = await this.effects(id);
-          return effects.length >= runs ? effects : undefined;
+          const found = await effects(id);
+          return found.length >= runs ? found : undefined;
         },
         timeoutMs,
         `job ${id} to start ${runs} time(s)`,
-      );
+      ))!;
     },
     async statusCounts() {
       const rows = await t.sql<{ status: string; n: number }>(`SELECT status, count(*)::int AS n FROM ${s}.jobs GROUP BY status`);

@@ -21,6 +21,7 @@ const between = (min: number, max: number) => min + Math.random() * (max - min);
 
 it("SIGKILLing random workers every 1–2 s loses no job and never runs one twice while its lease holds", { timeout: 115_000 }, async () => {
   const s = t.schema;
+  const one = async <Row>(text: string) => (await t.sql<Row>(text))[0]!;
   await t.errand.enqueueMany(Array.from({ length: JOBS }, (_, i) => ({ kind: "record", payload: { i, ms: Math.round(between(20, 120)) } })));
   const began = performance.now();
   const generation = Array.from({ length: WORKERS }, () => 0);
@@ -55,13 +56,13 @@ it("SIGKILLing random workers every 1–2 s loses no job and never runs one twic
 
   // Every job done, and its effect recorded (a finished run) at least once.
   expect(await t.statusCounts()).toEqual({ done: JOBS });
-  const [{ missing }] = await t.sql<{ missing: number }>(
+  const { missing } = await one<{ missing: number }>(
     `SELECT count(*)::int AS missing FROM ${s}.jobs j WHERE NOT EXISTS (SELECT 1 FROM ${s}.effects e WHERE e.job_id = j.id AND e.ended_at IS NOT NULL)`,
   );
   expect(missing).toBe(0);
 
   // Every run either finished or belonged to a worker that was killed (which ends it).
-  const [{ unexplained }] = await t.sql<{ unexplained: number }>(
+  const { unexplained } = await one<{ unexplained: number }>(
     `SELECT count(*)::int AS unexplained FROM ${s}.effects e LEFT JOIN ${s}.kills k USING (worker) WHERE e.ended_at IS NULL AND k.worker IS NULL`,
   );
   expect(unexplained).toBe(0);
@@ -79,14 +80,14 @@ it("SIGKILLing random workers every 1–2 s loses no job and never runs one twic
   expect(overlaps).toEqual([]);
 
   // One claim, one attempt number: no attempt was handed to two runs.
-  const [{ reused }] = await t.sql<{ reused: number }>(
+  const { reused } = await one<{ reused: number }>(
     `SELECT count(*)::int AS reused FROM (SELECT 1 FROM ${s}.effects GROUP BY job_id, attempt HAVING count(*) > 1) x`,
   );
   expect(reused).toBe(0);
 
   // Jobs that ran more than once: every earlier run belonged to a worker that was killed
   // (killed mid-run, or after the run but before its completion was written).
-  const [{ duplicates, runs, killed_runs, unexcused, max_attempts }] = await t.sql<{
+  const { duplicates, runs, killed_runs, unexcused, max_attempts } = await one<{
     duplicates: number;
     runs: number;
     killed_runs: number;
