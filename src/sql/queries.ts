@@ -40,9 +40,7 @@ function build(s: string, channel: string): Queries {
      * enqueue — inserts n jobs in one statement. Ids are drawn first so each input row
      * can be matched to its job; a row whose dedupe_key exists is not inserted
      * (ON CONFLICT DO NOTHING) and returns the existing id when this snapshot sees it
-     * (else null: the caller looks it up again, see findByDedupeKeys). The sequence is
-     * looked up once per statement, and a row without a dedupe key (it cannot conflict)
-     * takes its drawn id without a join: the common case costs one pass over the input.
+     * (else null: the caller looks it up again, see findByDedupeKeys).
      * $1 kind text[], $2 payload text[] (JSON), $3 run_at timestamptz[] (null = now),
      * $4 delay_ms float8[] (null = 0), $5 max_attempts int[], $6 priority int[],
      * $7 dedupe_key text[], $8 retry text[] (JSON or null)
@@ -50,7 +48,7 @@ function build(s: string, channel: string): Queries {
      */
     enqueue: statement(`
       WITH input AS (
-        SELECT nextval((SELECT pg_get_serial_sequence('${jobs}', 'id')::regclass)) AS id, t.*
+        SELECT nextval(pg_get_serial_sequence('${jobs}', 'id')) AS id, t.*
         FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::float8[], $5::int[], $6::int[], $7::text[], $8::text[])
           WITH ORDINALITY AS t(kind, payload, run_at, delay_ms, max_attempts, priority, dedupe_key, retry, ord)
       ), inserted AS (
@@ -63,11 +61,11 @@ function build(s: string, channel: string): Queries {
         RETURNING id, dedupe_key
       )
       SELECT input.ord,
-             CASE WHEN input.dedupe_key IS NULL OR input.id IN (SELECT id FROM inserted) THEN input.id
-                  ELSE coalesce((SELECT i.id FROM inserted i WHERE i.dedupe_key = input.dedupe_key),
-                                (SELECT j.id FROM ${jobs} j WHERE j.dedupe_key = input.dedupe_key)) END AS id,
-             input.dedupe_key IS NOT NULL AND input.id NOT IN (SELECT id FROM inserted) AS duplicate
-      FROM input
+             coalesce(inserted.id,
+                      (SELECT i.id FROM inserted i WHERE i.dedupe_key = input.dedupe_key),
+                      (SELECT j.id FROM ${jobs} j WHERE j.dedupe_key = input.dedupe_key)) AS id,
+             inserted.id IS NULL AS duplicate
+      FROM input LEFT JOIN inserted ON inserted.id = input.id
       ORDER BY input.ord`),
 
     /* findByDedupeKeys — $1 text[]; rows: id, dedupe_key */
