@@ -1,6 +1,7 @@
 import { Command, CommanderError, InvalidArgumentError } from "commander";
 import { createRequire } from "node:module";
 import { ErrandError, ValidationError } from "../errors.js";
+import * as dashboard from "./dashboard.js";
 import * as dead from "./dead.js";
 import * as demo from "./demo.js";
 import * as enqueue from "./enqueue.js";
@@ -10,7 +11,7 @@ import * as worker from "./worker.js";
 const { version } = createRequire(import.meta.url)("../../package.json") as { version: string };
 
 // One file per command; each exports register(program).
-const commands = [migrate, worker, enqueue, dead, demo];
+const commands = [migrate, worker, enqueue, dead, demo, dashboard];
 
 const program = new Command("errand")
   .description("background jobs on PostgreSQL (or the embedded PGlite database)")

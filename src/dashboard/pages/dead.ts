@@ -45,7 +45,7 @@ export function deadPage(
 <tbody>${[...byKind].map(([kind, n]) => html`<tr data-kind="${kind}"><th scope="row"><a href="${href(ctx, "/dead", { kind })}">${kind}</a></th><td class="num">${count(n)}</td>${ctx.readOnly ? "" : html`<td><div class="actions">${kindForm("retry", kind, n)}${kindForm("discard", kind, n)}</div></td>`}</tr>`)}</tbody>
 </table></div>`;
   const scope = [filter.kind ? `kind ${filter.kind}` : "", filter.error !== null ? `error “${filter.error}”` : ""].filter(Boolean).join(", ");
-  const table = jobTable(ctx, `Dead jobs${scope ? ` (${scope})` : ""}, oldest first`, list.items, { select: !ctx.readOnly });
+  const table = jobTable(ctx, `Dead jobs${scope ? ` (${scope})` : ""}, oldest first`, list.items, { select: !ctx.readOnly, died: true });
   const listSection = list.items.length === 0 ? html`<p class="muted">No dead jobs${scope ? ` for ${scope}` : ""}.</p>` : ctx.readOnly ? table : html`<form method="post" action="${href(ctx, "/dead/retry")}" id="dead-list">${csrfField(ctx)}
 ${table}
 <div class="actions"><button type="submit">Retry selected</button><button type="submit" class="danger" formaction="${href(ctx, "/dead/discard")}">Discard selected</button></div>

@@ -43,7 +43,7 @@ ${job.errors.length === 0
 <thead><tr><th scope="col" class="num">Attempt</th><th scope="col">At</th><th scope="col">Error</th></tr></thead>
 <tbody>${job.errors.map((e) => html`<tr><td class="num">${e.attempt}</td><td>${time(new Date(e.at))}</td><td class="error"><pre>${e.error}</pre></td></tr>`)}</tbody>
 </table></div>`}
-${job.lastError ? html`<h2>Last error</h2><pre id="last-error">${job.lastError}</pre>` : ""}
+${job.lastError && job.lastError !== job.errors.at(-1)?.error ? html`<h2>Last error</h2><pre id="last-error">${job.lastError}</pre>` : ""}
 <p><a href="${href(ctx, "/jobs", { kind: job.kind })}">More ${job.kind} jobs</a></p>`;
   return page(ctx, { title: `Job ${job.id}`, section: "jobs", body });
 }

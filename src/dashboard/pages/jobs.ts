@@ -14,14 +14,14 @@ export interface JobsFilter {
 }
 
 /** A table of jobs (shared with the dead-letter page, which adds checkboxes). */
-export function jobTable(ctx: PageContext, caption: string, jobs: readonly JobSummary[], options: { select?: boolean } = {}): Html {
+export function jobTable(ctx: PageContext, caption: string, jobs: readonly JobSummary[], options: { select?: boolean; died?: boolean } = {}): Html {
   return html`<div class="table-wrap"><table class="jobs">
 <caption>${caption}</caption>
-<thead><tr>${options.select ? html`<th scope="col"><label><input type="checkbox" data-select-all><span class="sr-only">Select all on this page</span></label></th>` : ""}<th scope="col">Id</th><th scope="col">Kind</th><th scope="col">Status</th><th scope="col" class="num">Attempts</th><th scope="col">Run at</th><th scope="col">Created</th><th scope="col">Last error</th></tr></thead>
+<thead><tr>${options.select ? html`<th scope="col"><label><input type="checkbox" data-select-all><span class="sr-only">Select all on this page</span></label></th>` : ""}<th scope="col">Id</th><th scope="col">Kind</th><th scope="col">Status</th><th scope="col" class="num">Attempts</th><th scope="col">${options.died ? "Died" : "Run at"}</th><th scope="col">Created</th><th scope="col">Last error</th></tr></thead>
 <tbody>${jobs.map((job) => html`<tr data-job-id="${job.id}">
 ${options.select ? html`<td><input type="checkbox" name="id" value="${job.id}" id="select-${job.id}" aria-label="Select job ${job.id}"></td>` : ""}
 <td><a href="${href(ctx, `/jobs/${job.id}`)}">${job.id}</a></td><td>${job.kind}</td><td>${statusBadge(job.status)}</td>
-<td class="num">${job.attempts}/${job.maxAttempts}</td><td>${time(job.runAt)}</td><td>${time(job.createdAt)}</td><td class="error">${job.error}</td></tr>`)}</tbody>
+<td class="num">${job.attempts}/${job.maxAttempts}</td><td>${time(options.died ? job.finishedAt : job.runAt)}</td><td>${time(job.createdAt)}</td><td class="error">${job.error}</td></tr>`)}</tbody>
 </table></div>`;
 }
 

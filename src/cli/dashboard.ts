@@ -1,0 +1,54 @@
+import { isIP } from "node:net";
+import { type Command, InvalidArgumentError } from "commander";
+import { serve } from "@hono/node-server";
+import { createDashboard } from "../dashboard/dashboard.js";
+import { authFromEnv } from "../dashboard/security.js";
+import { type DatabaseFlags, intArg, openFromFlags, withDatabase } from "./common.js";
+
+interface DashboardFlags extends DatabaseFlags {
+  readonly port: number;
+  readonly host: string;
+  readonly readOnly?: boolean;
+  readonly basePath?: string;
+}
+
+/** True for names and addresses that only this machine can reach. */
+export function isLoopback(host: string): boolean {
+  const bare = host.replace(/^\[|\]$/g, "");
+  if (bare === "localhost" || bare === "::1") return true;
+  return isIP(bare) === 4 && bare.startsWith("127.");
+}
+
+export function register(program: Command): void {
+  withDatabase(
+    program
+      .command("dashboard")
+      .description("serve the web dashboard (overview, jobs, dead letters) until SIGINT or SIGTERM")
+      .option("--port <n>", "port to listen on (0 = any free port)", intArg(0, 65_535), 4000)
+      .option("--host <host>", "address to bind; anything but loopback needs ERRAND_DASHBOARD_TOKEN or ERRAND_DASHBOARD_USER/PASSWORD", "127.0.0.1")
+      .option("--read-only", "hide and refuse every action (retry, discard)")
+      .option("--base-path <path>", "serve under this path, e.g. /errand"),
+  ).action(async (flags: DashboardFlags) => {
+    const auth = authFromEnv();
+    if (!isLoopback(flags.host) && !auth) {
+      throw new InvalidArgumentError(
+        `refusing to serve the dashboard on ${flags.host} without authentication: set ERRAND_DASHBOARD_TOKEN (16+ characters) or ERRAND_DASHBOARD_USER and ERRAND_DASHBOARD_PASSWORD, or bind to 127.0.0.1`,
+      );
+    }
+    const errand = await openFromFlags(flags);
+    const app = createDashboard(errand, { readOnly: flags.readOnly === true, ...(auth ? { auth } : {}), ...(flags.basePath ? { basePath: flags.basePath } : {}) });
+    const server = serve({ fetch: app.fetch, port: flags.port, hostname: flags.host }, (info) => {
+      const host = info.family === "IPv6" ? `[${info.address}]` : info.address;
+      console.log(`errand dashboard on http://${host}:${info.port}${flags.basePath ?? "/"}${flags.readOnly ? " (read-only)" : ""}${auth ? " (authentication required)" : ""}`);
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", (error: Error) => reject(new InvalidArgumentError(`cannot listen on ${flags.host}:${flags.port}: ${error.message}`)));
+      const stop = () => {
+        server.close(() => resolve());
+        if ("closeAllConnections" in server) server.closeAllConnections();
+      };
+      process.once("SIGINT", stop);
+      process.once("SIGTERM", stop);
+    }).finally(() => errand.close());
+  });
+}
