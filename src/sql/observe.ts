@@ -117,8 +117,8 @@ function build(s: string): ObserveQueries {
       INSERT INTO ${s}.alert_incidents (key, message) VALUES ($1, $2)
       ON CONFLICT (key) DO NOTHING RETURNING key`),
 
-    /* closeIncident — closes an open incident; a row back means this caller closed it. $1 key. rows: key, opened_at */
-    closeIncident: statement(`DELETE FROM ${s}.alert_incidents WHERE key = $1 RETURNING key, opened_at`),
+    /* closeIncident — closes an open incident; a row back means this caller closed it. $1 key. rows: key, opened_at, message */
+    closeIncident: statement(`DELETE FROM ${s}.alert_incidents WHERE key = $1 RETURNING key, opened_at, message`),
 
     /* listIncidents — the open incidents. No params. rows: key, opened_at, message */
     listIncidents: statement(`SELECT key, opened_at, message FROM ${s}.alert_incidents ORDER BY key`),
