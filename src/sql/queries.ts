@@ -40,7 +40,9 @@ function build(s: string, channel: string): Queries {
      * enqueue — inserts n jobs in one statement. Ids are drawn first so each input row
      * can be matched to its job; a row whose dedupe_key exists is not inserted
      * (ON CONFLICT DO NOTHING) and returns the existing id when this snapshot sees it
-     * (else null: the caller looks it up again, see findByDedupeKeys).
+     * (else null: the caller looks it up again, see findByDedupeKeys). The sequence is
+     * looked up once per statement, and a row without a dedupe key (it cannot conflict)
+     * takes its drawn id without a join: the common case costs one pass over the input.
      * $1 kind text[], $2 payload text[] (JSON), $3 run_at timestamptz[] (null = now),
      * $4 delay_ms float8[] (null = 0), $5 max_attempts int[], $6 priority int[],
      * $7 dedupe_key text[], $8 retry text[] (JSON or null)
@@ -48,7 +50,7 @@ function build(s: string, channel: string): Queries {
      */
     enqueue: statement(`
       WITH input AS (
-        SELECT nextval(pg_get_serial_sequence('${jobs}', 'id')) AS id, t.*
+        SELECT nextval((SELECT pg_get_serial_sequence('${jobs}', 'id')::regclass)) AS id, t.*
         FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::float8[], $5::int[], $6::int[], $7::text[], $8::text[])
           WITH ORDINALITY AS t(kind, payload, run_at, delay_ms, max_attempts, priority, dedupe_key, retry, ord)
       ), inserted AS (

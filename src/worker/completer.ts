@@ -107,7 +107,9 @@ export class Completer {
     const groups = new Map<string, Pending[]>();
     for (const item of batch) {
       const type = item.outcome.type === "snoozed" ? "released" : item.outcome.type;
-      groups.set(type, [...(groups.get(type) ?? []), item]);
+      const group = groups.get(type);
+      if (group) group.push(item);
+      else groups.set(type, [item]);
     }
     const w = this.#workerId;
     const entries = [...groups];
