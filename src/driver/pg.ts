@@ -83,7 +83,8 @@ async function listenWithReconnect(
   let failures = 0;
 
   const connect = async (): Promise<void> => {
-    const next = new pg.Client(config);
+    // Keepalive notices a connection that died without a word (a dropped network path).
+    const next = new pg.Client({ ...config, keepAlive: true, keepAliveInitialDelayMillis: 10_000 });
     next.on("notification", (message) => {
       if (message.channel === channel) onNotify();
     });
@@ -95,8 +96,13 @@ async function listenWithReconnect(
         scheduleReconnect();
       }
     });
-    await next.connect();
-    await next.query(`LISTEN ${quoteIdent(channel)}`);
+    try {
+      await next.connect();
+      await next.query(`LISTEN ${quoteIdent(channel)}`);
+    } catch (error) {
+      next.end().catch(() => {}); // connected but LISTEN failed: do not leak the connection
+      throw error;
+    }
     if (stopped) {
       await next.end();
       return;
