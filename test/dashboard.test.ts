@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createDashboard } from "../src/index.js";
+import { Schedules } from "../src/maintenance/schedules.js";
 import { type TestErrand, testErrand } from "./support/db.js";
 import { dashboardSession, metric, seedQueue } from "./support/dashboard.js";
 
@@ -170,5 +171,29 @@ describe("dashboard auth and mounting", () => {
     expect(page.text).toContain('href="/ops/errand/dead"');
     expect((await s.get("/assets/dashboard.js")).headers.get("content-type")).toContain("javascript");
     expect((await s.get("/dead")).status).toBe(200);
+  });
+});
+
+describe("schedules page", () => {
+  it("lists schedules with next run and policies, and pauses and resumes one", async () => {
+    const schedules = new Schedules(t.errand.driver, t.errand.schema, (specs, options) => t.errand.enqueueMany(specs, options));
+    await schedules.declare([{ name: "nightly-report", cron: "0 2 * * *", timezone: "America/New_York", kind: "send_report", missed: "catch_up", catchUpLimit: 3 }]);
+    const s = dashboardSession(createDashboard(t.errand));
+    const page = await s.get("/schedules");
+    expect(page.text).toMatch(/<tr data-schedule="nightly-report">.*<code>0 2 \* \* \*<\/code>.*America\/New_York.*Active.*<time datetime="[^"]+T0[67]:00:00\.000Z">/s);
+    expect(page.text).toContain("missed: catch_up (up to 3)");
+    const paused = await s.post("/schedules/pause", [["_csrf", s.token(page.text)], ["name", "nightly-report"]]);
+    expect(paused.status).toBe(303);
+    const after = await s.get(paused.headers.get("location")!);
+    expect(after.text).toContain("Paused schedule nightly-report");
+    expect((await schedules.get("nightly-report"))!.paused).toBe(true);
+    const resumed = await s.post("/schedules/resume", [["_csrf", s.token(after.text)], ["name", "nightly-report"]]);
+    expect((await s.get(resumed.headers.get("location")!)).text).toContain("Resumed schedule nightly-report");
+    expect((await schedules.get("nightly-report"))!.paused).toBe(false);
+    expect((await s.post("/schedules/pause", [["name", "nightly-report"]])).status).toBe(403);
+    expect((await s.post("/schedules/pause", [["_csrf", s.token(after.text)], ["name", "nightly-reprot"]])).text).toContain("did you mean");
+    const readOnly = await dashboardSession(createDashboard(t.errand, { readOnly: true })).get("/schedules");
+    expect(readOnly.text).toContain("nightly-report");
+    expect(readOnly.text).not.toContain("/schedules/pause");
   });
 });

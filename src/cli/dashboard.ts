@@ -23,10 +23,10 @@ export function register(program: Command): void {
   withDatabase(
     program
       .command("dashboard")
-      .description("serve the web dashboard (overview, jobs, dead letters) until SIGINT or SIGTERM")
+      .description("serve the web dashboard (overview, jobs, dead letters, schedules) until SIGINT or SIGTERM")
       .option("--port <n>", "port to listen on (0 = any free port)", intArg(0, 65_535), 4000)
       .option("--host <host>", "address to bind; anything but loopback needs ERRAND_DASHBOARD_TOKEN or ERRAND_DASHBOARD_USER/PASSWORD", "127.0.0.1")
-      .option("--read-only", "hide and refuse every action (retry, discard)")
+      .option("--read-only", "hide and refuse every action (retry, discard, pause, resume)")
       .option("--base-path <path>", "serve under this path, e.g. /errand"),
   ).action(async (flags: DashboardFlags) => {
     const auth = authFromEnv();

@@ -8,13 +8,14 @@ import { DashboardData } from "./data.js";
 import type { Html } from "./html.js";
 import { type PageContext, messagePage } from "./layout.js";
 import { registerPages } from "./pages.js";
+import { registerSchedules } from "./schedule-routes.js";
 import { type DashboardAuth, CsrfTokens, authorized, checkAuth, sameOrigin } from "./security.js";
 
 /** How the dashboard behaves. */
 export interface DashboardOptions {
   /** Path the dashboard is served under, e.g. `"/errand"`. Default: the root. */
   readonly basePath?: string;
-  /** Hide every action and refuse every POST. Default false. */
+  /** Hide every action (retry, discard, pause, resume) and refuse every POST. Default false. */
   readonly readOnly?: boolean;
   /** Require a token or basic auth on every request. Default: none (bind to loopback!). */
   readonly auth?: DashboardAuth;
@@ -41,7 +42,7 @@ export interface DashboardDeps {
 const cookieName = "errand_csrf";
 
 /**
- * The errand dashboard as a Hono app: overview, jobs, job detail and dead letters,
+ * The errand dashboard as a Hono app: overview, jobs, job detail, dead letters and schedules,
  * server-rendered with a little progressive enhancement. Serve it with
  * `@hono/node-server`, or mount `app.fetch` (a `(Request) => Response` handler) in any
  * server that speaks the Fetch API.
@@ -86,7 +87,7 @@ export function createDashboard(errand: Errand, options: DashboardOptions = {}):
       nonce = csrf.nonce();
       setCookie(c, cookieName, nonce, { path: base || "/", httpOnly: true, sameSite: "Strict", secure: new URL(c.req.url).protocol === "https:" });
     }
-    c.set("page", { base, csrf: csrf.token(nonce), readOnly: resolved.readOnly, schedules: false });
+    c.set("page", { base, csrf: csrf.token(nonce), readOnly: resolved.readOnly, schedules: true });
     if (c.req.method === "POST") {
       const ctx = c.get("page");
       if (resolved.readOnly) return deps.send(c, messagePage(ctx, "Read-only", "This dashboard is read-only: actions are turned off."), 403);
@@ -106,6 +107,7 @@ export function createDashboard(errand: Errand, options: DashboardOptions = {}):
   app.get("/assets/dashboard.js", (c) => c.body(js, 200, { "Content-Type": "text/javascript; charset=utf-8", "Cache-Control": "max-age=300" }));
   registerPages(app, deps);
   registerActions(app, deps);
+  registerSchedules(app, deps);
 
   app.notFound((c) => deps.send(c, messagePage(c.get("page") ?? fallbackPage(base, resolved.readOnly), "Not found", "There is no such page in the dashboard."), 404));
   app.onError((error, c) => {
@@ -119,7 +121,7 @@ export function createDashboard(errand: Errand, options: DashboardOptions = {}):
 }
 
 function fallbackPage(base: string, readOnly: boolean): PageContext {
-  return { base, csrf: "", readOnly, schedules: false };
+  return { base, csrf: "", readOnly, schedules: true };
 }
 
 function checkBase(base: string): string {

@@ -6,6 +6,7 @@ import { serve } from "@hono/node-server";
 import { type BrowserContext, type Page, chromium } from "playwright-core";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createDashboard } from "../../src/index.js";
+import { Schedules } from "../../src/maintenance/schedules.js";
 import { type TestErrand, testErrand } from "../support/db.js";
 import { seedQueue } from "../support/dashboard.js";
 
@@ -186,5 +187,20 @@ describe("dashboard in Chromium", () => {
     expect(status).toBe(403);
     const [row] = await t.sql<{ status: string }>(`SELECT status FROM ${t.schema}.jobs WHERE id = $1`, [id]);
     expect(row!.status).toBe("dead");
+  });
+
+  it("pauses a schedule", async () => {
+    const schedules = new Schedules(t.errand.driver, t.errand.schema, (specs, options) => t.errand.enqueueMany(specs, options));
+    await schedules.declare([
+      { name: "nightly-report", cron: "0 2 * * *", timezone: "America/New_York", kind: "send_report" },
+      { name: "sweep", cron: "*/5 * * * *", kind: "sweep", overlap: "allow", missed: "catch_up", catchUpLimit: 3 },
+    ]);
+    await page.goto(`${origin}/schedules`);
+    await page.getByRole("button", { name: "Pause nightly-report" }).click();
+    await page.waitForURL(/done=pause/);
+    expect(await page.getByRole("status").textContent()).toContain("Paused schedule nightly-report");
+    expect(await page.locator('tr[data-schedule="nightly-report"] td').nth(2).textContent()).toBe("Paused");
+    await page.getByRole("button", { name: "Resume nightly-report" }).waitFor();
+    await shot("schedules.png");
   });
 });
