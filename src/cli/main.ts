@@ -6,12 +6,13 @@ import * as dead from "./dead.js";
 import * as demo from "./demo.js";
 import * as enqueue from "./enqueue.js";
 import * as migrate from "./migrate.js";
+import * as schedules from "./schedules.js";
 import * as worker from "./worker.js";
 
 const { version } = createRequire(import.meta.url)("../../package.json") as { version: string };
 
 // One file per command; each exports register(program).
-const commands = [migrate, worker, enqueue, dead, demo, dashboard];
+const commands = [migrate, worker, enqueue, dead, demo, dashboard, schedules];
 
 const program = new Command("errand")
   .description("background jobs on PostgreSQL (or the embedded PGlite database)")

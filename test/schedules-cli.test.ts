@@ -1,0 +1,72 @@
+import { execFile } from "node:child_process";
+import { cpSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { randomBytes } from "node:crypto";
+import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
+import { Errand } from "../src/index.js";
+import { onPostgres } from "./support/db.js";
+
+// `errand schedules` as a user runs it: the built binary (npm test builds first).
+const bin = new URL("../bin/errand.js", import.meta.url).pathname;
+let flags: string[];
+let open: () => Promise<Errand>;
+let cleanup: () => Promise<void>;
+
+beforeEach(() => {
+  const schema = `t_${randomBytes(6).toString("hex")}`;
+  if (onPostgres) {
+    const url = process.env.ERRAND_TEST_URL!;
+    flags = ["--database-url", url, "--schema", schema];
+    open = () => Errand.open({ connectionString: url, schema });
+    cleanup = async () => {
+      const errand = await open();
+      await errand.driver.run({ name: "drop_schema", text: `DROP SCHEMA "${schema}" CASCADE` }, []);
+      await errand.close();
+    };
+  } else {
+    const dir = mkdtempSync(join(tmpdir(), "errand-schedules-cli-"));
+    cpSync(inject("pgliteTemplate"), join(dir, "data"), { recursive: true });
+    flags = ["--data-dir", join(dir, "data"), "--schema", schema];
+    open = () => Errand.open({ dataDir: join(dir, "data"), schema });
+    cleanup = async () => rmSync(dir, { recursive: true, force: true });
+  }
+});
+afterEach(() => cleanup());
+
+function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [bin, ...args, ...flags], { env: { ...process.env, DATABASE_URL: "" }, timeout: 60_000 }, (error, stdout, stderr) => {
+      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+describe("errand schedules", () => {
+  it("lists each schedule with next run, last slot, last success and policy; pauses and removes", async () => {
+    const clock = { now: () => Date.parse("2026-01-01T00:00:00Z") };
+    const errand = await open();
+    const schedules = errand.schedules.withClock(clock);
+    await schedules.declare([
+      { name: "nightly-report", cron: "0 2 * * *", timezone: "Europe/Berlin", kind: "send_report", missed: "latest" },
+      { name: "sweep", cron: "*/5 * * * *", kind: "sweep", overlap: "allow", missed: "catch_up", catchUpLimit: 3 },
+    ]);
+    await schedules.scheduler().runOnce(new Date("2026-01-01T00:05:01Z"));
+    await errand.close();
+
+    const list = await cli("schedules");
+    expect(list.code).toBe(0);
+    const lines = list.stdout.trim().split("\n");
+    expect(lines[0]).toMatch(/^NAME\s+CRON\s+ZONE\s+KIND\s+NEXT RUN\s+LAST SLOT\s+LAST SUCCESS\s+POLICY$/);
+    expect(lines[1]).toMatch(/^nightly-report\s+0 2 \* \* \*\s+Europe\/Berlin\s+send_report\s+2026-01-01T01:00:00Z\s+-\s+-\s+overlap skip, missed latest$/);
+    expect(lines[2]).toMatch(/^sweep\s+\*\/5 \* \* \* \*\s+UTC\s+sweep\s+2026-01-01T00:10:00Z\s+2026-01-01T00:05:00Z \(job \d+ ready\)\s+-\s+overlap allow, missed catch_up \(≤3\)$/);
+
+    expect(await cli("schedules", "pause", "sweep")).toMatchObject({ code: 0, stdout: "paused schedule 'sweep'\n" });
+    const unknown = await cli("schedules", "remove", "swep");
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/^errand: no schedule named 'swep' — did you mean 'sweep'\?/);
+    expect(await cli("schedules", "remove", "nightly-report")).toMatchObject({ code: 0, stdout: "removed schedule 'nightly-report'\n" });
+    const json = (await cli("schedules", "list", "--json")).stdout.trim().split("\n").map((line) => JSON.parse(line) as { name: string; paused: boolean; nextRun: string | null });
+    expect(json).toMatchObject([{ name: "sweep", paused: true, nextRun: null }]);
+  }, 300_000); // each CLI run opens the database afresh (seconds on PGlite under load)
+});
