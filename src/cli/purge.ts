@@ -1,0 +1,50 @@
+import type { Command } from "commander";
+import { defaultRetentionMs } from "../maintenance/pruner.js";
+import { humanAge, parseDuration } from "../observe/duration.js";
+import { type DatabaseFlags, intArg, openFromFlags, withDatabase } from "./common.js";
+
+interface PurgeFlags extends DatabaseFlags {
+  readonly olderThan?: string;
+  readonly deadOlderThan?: string;
+  readonly batchSize?: number;
+  readonly dryRun?: boolean;
+  readonly json?: boolean;
+}
+
+/** `errand purge [--older-than 7d] [--dead-older-than 30d] [--dry-run]`: deletes old done jobs in small batches. */
+export function register(program: Command): void {
+  withDatabase(
+    program
+      .command("purge")
+      .description("delete done jobs older than the retention in small batches; dead jobs are kept unless --dead-older-than is given")
+      .option("--older-than <duration>", "delete done jobs finished longer ago than this (default 7d)")
+      .option("--dead-older-than <duration>", "also delete dead jobs that died longer ago than this")
+      .option("--batch-size <n>", "rows per DELETE, each its own short transaction (default 1000)", intArg(1, 100_000))
+      .option("--dry-run", "only count what would be deleted")
+      .option("--json", "print the result as JSON"),
+  ).action(async (flags: PurgeFlags) => {
+    const olderThanMs = flags.olderThan === undefined ? defaultRetentionMs : parseDuration(flags.olderThan, "--older-than");
+    const deadOlderThanMs = flags.deadOlderThan === undefined ? undefined : parseDuration(flags.deadOlderThan, "--dead-older-than");
+    const errand = await openFromFlags(flags);
+    try {
+      const result = await errand.purge({
+        olderThanMs,
+        ...(deadOlderThanMs === undefined ? {} : { deadOlderThanMs }),
+        ...(flags.batchSize === undefined ? {} : { batchSize: flags.batchSize }),
+        dryRun: flags.dryRun === true,
+      });
+      if (flags.json) {
+        process.stdout.write(`${JSON.stringify(result)}\n`);
+        return;
+      }
+      const verb = result.dryRun ? "would delete" : "deleted";
+      const jobs = (n: number, what: string) => `${n.toLocaleString("en-US")} ${what} job${n === 1 ? "" : "s"}`;
+      let line = `${verb} ${jobs(result.done, "done")} finished more than ${humanAge(olderThanMs)} ago`;
+      line += deadOlderThanMs === undefined ? "; dead jobs kept (see errand dead list)" : `, and ${jobs(result.dead, "dead")} older than ${humanAge(deadOlderThanMs)}`;
+      if (!result.dryRun) line += ` (${result.batches} batch${result.batches === 1 ? "" : "es"})`;
+      process.stdout.write(`${line}\n`);
+    } finally {
+      await errand.close();
+    }
+  });
+}

@@ -1,0 +1,68 @@
+import { spawn } from "node:child_process";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cliDatabase, errandCli } from "./support/cli.js";
+import { eventually } from "./support/db.js";
+
+// One database for the file; CLI runs are processes and the embedded database serves one
+// process at a time, so these run in sequence.
+const db = cliDatabase();
+const cli = (...args: string[]) => errandCli([...args, ...db.flags]);
+afterAll(() => db.cleanup());
+
+beforeAll(async () => {
+  expect((await cli("migrate")).code).toBe(0);
+  expect((await cli("enqueue", "send_receipt", '{"order_id": 1}')).code).toBe(0);
+  expect((await cli("enqueue", "send_receipt", '{"order_id": 2}')).code).toBe(0);
+  expect((await cli("enqueue", "resize", "{}", "--delay", "3600")).code).toBe(0);
+});
+
+describe("observability commands", () => {
+  it("errand stats prints a table, and JSON with --json", async () => {
+    const table = await cli("stats");
+    expect(table.code).toBe(0);
+    const lines = table.stdout.split("\n");
+    expect(lines[0]).toMatch(/^kind\s+ready\s+scheduled\s+running\s+done\s+dead\s+oldest ready\s+expired leases\s+done\/1m/);
+    expect(lines.find((l) => l.startsWith("send_receipt"))).toMatch(/^send_receipt\s+2\s+0\s+0\s+0\s+0\s+\d+ s\s+0/);
+    expect(lines.find((l) => l.startsWith("(total)"))).toMatch(/^\(total\)\s+2\s+1\s+0/);
+    const json = JSON.parse((await cli("stats", "--json")).stdout) as { total: { ready: number; scheduled: number }; kinds: Record<string, unknown> };
+    expect(json.total).toMatchObject({ ready: 2, scheduled: 1 });
+    expect(Object.keys(json.kinds)).toEqual(["resize", "send_receipt"]);
+    const one = JSON.parse((await cli("stats", "--json", "--kind", "resize")).stdout) as { kinds: Record<string, unknown> };
+    expect(Object.keys(one.kinds)).toEqual(["resize"]);
+  });
+
+  it("errand purge counts with --dry-run, keeps dead jobs, and names a bad duration", async () => {
+    const dry = await cli("purge", "--dry-run", "--older-than", "0s");
+    expect(dry).toMatchObject({ code: 0, stdout: "would delete 0 done jobs finished more than 0 s ago; dead jobs kept (see errand dead list)\n" });
+    const real = await cli("purge");
+    expect(real.stdout).toBe("deleted 0 done jobs finished more than 7 d ago; dead jobs kept (see errand dead list) (1 batch)\n");
+    expect(JSON.parse((await cli("purge", "--json", "--dead-older-than", "30d")).stdout)).toEqual({ done: 0, dead: 0, batches: 2, dryRun: false });
+    const bad = await cli("purge", "--older-than", "a week");
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toBe('errand: --older-than: must be a duration like 30s, 5m, 1h or 7d (got "a week")\n');
+  });
+
+  it("errand plan prints the seed's table", async () => {
+    const out = await errandCli(["plan", "--max-attempts", "8"]);
+    expect(out.stdout).toContain("7\t1,920 s\t63.5 min\n");
+  });
+
+  it("errand metrics serves /metrics until SIGTERM", async () => {
+    const child = spawn(process.execPath, [new URL("../bin/errand.js", import.meta.url).pathname, "metrics", "--port", "0", "--host", "127.0.0.1", ...db.flags], {
+      env: { ...process.env, DATABASE_URL: "" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    try {
+      const port = await eventually(() => /"port":(\d+)/.exec(out)?.[1], 30_000, "metrics_listening");
+      const body = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      expect(body).toContain('errand_jobs{kind="send_receipt",state="ready"} 2');
+      expect(body).toContain('errand_jobs{kind="resize",state="scheduled"} 1');
+    } finally {
+      child.kill("SIGTERM");
+    }
+    expect(await exited).toBe(0);
+  });
+});
