@@ -1,3 +1,6 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { getRequestListener } from "@hono/node-server";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createDashboard } from "../src/index.js";
 import { Schedules } from "../src/maintenance/schedules.js";
@@ -171,6 +174,28 @@ describe("dashboard auth and mounting", () => {
     expect(page.text).toContain('href="/ops/errand/dead"');
     expect((await s.get("/assets/dashboard.js")).headers.get("content-type")).toContain("javascript");
     expect((await s.get("/dead")).status).toBe(200);
+  });
+});
+
+describe("mounting in an existing Node server", () => {
+  it("serves /errand/* from the dashboard and everything else from the app (as in the README)", async () => {
+    const dashboard = getRequestListener(createDashboard(t.errand, { basePath: "/errand", readOnly: true }).fetch);
+    const server = createServer((req, res) => {
+      if (req.url === "/errand" || req.url?.startsWith("/errand/")) return dashboard(req, res);
+      res.end("my app");
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      expect(await (await fetch(`${origin}/`)).text()).toBe("my app");
+      const overview = await fetch(`${origin}/errand`);
+      expect(overview.status).toBe(200);
+      expect(await overview.text()).toContain('href="/errand/dead"');
+      expect((await fetch(`${origin}/errand/dead`)).status).toBe(200);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });
 
