@@ -16,6 +16,7 @@ import { Worker, type WorkerOptions } from "./worker/worker.js";
 import { Schedules } from "./maintenance/schedules.js";
 import { type PruneOptions, type PruneResult, prune } from "./maintenance/pruner.js";
 import { type QueueStats, readStats } from "./observe/stats.js";
+import { traceEnqueue } from "./observe/tracing.js";
 
 /**
  * Anything with `query(text, params)` resolving to `{ rows }`: a `pg` Pool, Client or
@@ -160,7 +161,11 @@ export class Errand {
   }
 
   /** Enqueues many jobs in one statement (one round trip). Results are in input order. */
-  async enqueueMany(specs: readonly JobSpec[], options: { readonly db?: SqlClient | undefined } = {}): Promise<EnqueueResult[]> {
+  enqueueMany(specs: readonly JobSpec[], options: { readonly db?: SqlClient | undefined } = {}): Promise<EnqueueResult[]> {
+    return traceEnqueue(specs, () => this.#enqueueMany(specs, options));
+  }
+
+  async #enqueueMany(specs: readonly JobSpec[], options: { readonly db?: SqlClient | undefined }): Promise<EnqueueResult[]> {
     if (!Array.isArray(specs)) throw new ValidationError("jobs", "must be an array");
     if (specs.length === 0) return [];
     const columns = this.#columns(specs);

@@ -1,6 +1,7 @@
 import { PermanentError, UnknownKindError } from "../errors.js";
 import { isSnooze } from "../outcomes.js";
 import { type RetryPolicy, retryDelay } from "../retry-policy.js";
+import { traceRun } from "../observe/tracing.js";
 import type { Handler, Handlers, JobContext } from "./handlers.js";
 
 /** A claimed job as the worker holds it. */
@@ -48,7 +49,7 @@ export async function execute(
       idempotencyKey: `errand-job-${job.id}`,
       createdAt: job.createdAt,
     };
-    const result = await handler(job.payload, context);
+    const result = await traceRun(job, () => handler(job.payload, context));
     if (isSnooze(result)) return { type: "snoozed", delayMs: result.delayMs };
     return { type: "done" };
   } catch (error) {
