@@ -16,3 +16,11 @@ export type { ScheduleInfo } from "./maintenance/schedule-info.js";
 export type { Clock } from "./clock.js";
 /** The web dashboard: `createDashboard(errand)` returns a Hono app (its `fetch` is a request handler). */
 export { createDashboard, type DashboardOptions, type DashboardAuth, authFromEnv } from "./dashboard/index.js";
+export type { QueueStats, KindStats, WindowStats } from "./observe/stats.js";
+export { Pruner, type PrunerOptions, type PruneOptions, type PruneResult, defaultRetentionMs } from "./maintenance/pruner.js";
+export { registerQueueGauges, metricsFromEvents } from "./observe/metrics.js";
+export { startMetricsServer, type MetricsServer, type MetricsServerOptions } from "./observe/metrics-server.js";
+export { Alerter, evaluateRules, type AlerterOptions, type AlertRules, type Alert, type Notifier } from "./observe/alerts.js";
+export { memoryIncidents, tableIncidents, type IncidentStore, type OpenIncident } from "./observe/incidents.js";
+export { webhookNotifier, telegramNotifier, type WebhookOptions, type TelegramOptions } from "./observe/notifiers.js";
+export { retrySchedule, retryPlanText, capacity, capacityPlanText, type RetryStep, type RetryPlanOptions, type CapacityOptions } from "./observe/plan.js";
