@@ -70,7 +70,7 @@ export function toScheduleInfo(row: ScheduleRow): ScheduleInfo {
     timezone: row.timezone,
     kind: row.kind,
     payload: parseJson(row.payload) as Json,
-    jobOptions: (parseJson(row.job_options) ?? {}) as ScheduleJobOptions,
+    jobOptions: (parseJson(row.job_options) as ScheduleJobOptions | null) ?? {},
     overlap: row.overlap as OverlapPolicy,
     missed: row.missed as MissedPolicy,
     catchUpLimit: Number(row.catch_up_limit),

@@ -57,9 +57,10 @@ export class Schedules {
    * input throws a {@link ValidationError} naming the field, and nothing is written.
    */
   async declare(specs: readonly ScheduleSpec[], options: DeclareOptions = {}): Promise<ScheduleInfo[]> {
+    const list: readonly ScheduleSpec[] = specs;
     if (!Array.isArray(specs)) throw new ValidationError("schedules", "must be an array of schedules");
     checkKeys(options, "", ["removeOthers"]);
-    const resolved = specs.map((spec, i) => resolveSchedule(spec, `schedules[${i}]`));
+    const resolved = list.map((spec, i) => resolveSchedule(spec, `schedules[${i}]`));
     const seen = new Set<string>();
     resolved.forEach((schedule, i) => {
       if (seen.has(schedule.name)) throw new ValidationError(`schedules[${i}].name`, `'${schedule.name}' is declared twice`);
