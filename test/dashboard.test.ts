@@ -75,6 +75,14 @@ describe("dashboard pages", () => {
     expect(page.text).toMatch(/<table id="attempts">.*SMTP 421 try later/s);
     expect(page.text).toMatch(/<dt>Attempts<\/dt><dd>1 of 1<\/dd>/);
     expect((await s.get("/jobs/999999")).status).toBe(404);
+    // A running job shows its lease holder and how long its lease has left.
+    const [running] = await t.sql<{ id: string }>(
+      `UPDATE ${t.schema}.jobs SET status = 'running', attempts = 1, locked_by = 'web-1:4242:ab12', locked_until = now() + interval '5 minutes', started_at = now()
+       WHERE id = (SELECT min(id) FROM ${t.schema}.jobs WHERE status = 'ready') RETURNING id`,
+    );
+    const lease = await s.get(`/jobs/${running!.id}`);
+    expect(lease.text).toContain("<dt>Lease holder</dt><dd>web-1:4242:ab12</dd>");
+    expect(lease.text).toMatch(/\((4 min \d+ s|5 min 0 s) left\)/);
     expect((await s.get("/jobs/abc")).status).toBe(400);
   });
 });

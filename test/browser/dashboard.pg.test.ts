@@ -22,6 +22,8 @@ let server: ReturnType<typeof serve>;
 let origin: string;
 let page: Page;
 let outside: string[];
+/** Origins the page may load from: the dashboard's, and in one test an attacker's page. */
+let allowed: string[];
 
 beforeAll(async () => {
   profile = mkdtempSync(join(tmpdir(), "errand-chromium-"));
@@ -47,8 +49,9 @@ beforeEach(async () => {
   origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   page = await context.newPage();
   outside = [];
+  allowed = [origin];
   page.on("request", (request) => {
-    if (!request.url().startsWith(origin)) outside.push(request.url());
+    if (!allowed.some((o) => request.url().startsWith(o))) outside.push(request.url());
   });
 });
 afterEach(async () => {
@@ -202,5 +205,32 @@ describe("dashboard in Chromium", () => {
     expect(await page.locator('tr[data-schedule="nightly-report"] td').nth(2).textContent()).toBe("Paused");
     await page.getByRole("button", { name: "Resume nightly-report" }).waitFor();
     await shot("schedules.png");
+  });
+
+  it("refuses a cross-origin form post even with a valid token (another port is another origin)", async () => {
+    const id = seeded.dead[0]!;
+    await page.goto(`${origin}/dead`);
+    const token = await page.locator("input[name=_csrf]").first().getAttribute("value");
+    // An attacker's page on another port of the same host: same site, so the SameSite
+    // cookie is sent; the Origin check is what stops it.
+    const { Hono } = await import("hono");
+    const evil = new Hono().get("/", (c) => c.html(`<form id="f" method="post" action="${origin}/dead/retry"><input name="_csrf" value="${token}"><input name="id" value="${id}"><input name="confirm" value="yes"></form><script>document.getElementById("f").submit()</script>`));
+    const evilServer = await new Promise<ReturnType<typeof serve>>((resolve) => {
+      const s = serve({ fetch: evil.fetch, port: 0, hostname: "127.0.0.1" }, () => resolve(s));
+    });
+    const evilOrigin = `http://127.0.0.1:${(evilServer.address() as AddressInfo).port}`;
+    allowed.push(evilOrigin);
+    try {
+      const [response] = await Promise.all([page.waitForResponse((r) => r.request().method() === "POST", { timeout: 15_000 }), page.goto(evilOrigin)]);
+      expect(response.status()).toBe(403);
+      expect(await page.getByRole("alert").textContent()).toContain("came from another site");
+    } finally {
+      await new Promise((resolve) => {
+        evilServer.close(resolve);
+        if ("closeAllConnections" in evilServer) evilServer.closeAllConnections();
+      });
+    }
+    const [row] = await t.sql<{ status: string }>(`SELECT status FROM ${t.schema}.jobs WHERE id = $1`, [id]);
+    expect(row!.status).toBe("dead");
   });
 });
