@@ -19,6 +19,7 @@ export function isLoopback(host: string): boolean {
   return isIP(bare) === 4 && bare.startsWith("127.");
 }
 
+/** Adds `errand dashboard` to the program. */
 export function register(program: Command): void {
   withDatabase(
     program
