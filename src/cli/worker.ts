@@ -52,6 +52,12 @@ export function register(program: Command): void {
         process.exit(130);
       }
       logLine({ level: "info", event: "shutting_down", signal });
+      // Last resort if closing hangs (a connection that never answers): the jobs still
+      // come back after their leases, as after a crash.
+      setTimeout(() => {
+        logLine({ level: "error", event: "shutdown_overran", signal });
+        process.exit(1);
+      }, (flags.shutdownTimeout ?? 25_000) + 10_000).unref();
       if (stop) void exitAfter(stop());
     };
     process.on("SIGTERM", shutdown);

@@ -1,10 +1,10 @@
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import { type Clock, systemClock } from "../clock.js";
-import { ErrandError, ValidationError } from "../errors.js";
+import { ErrandError } from "../errors.js";
 import type { Driver } from "../driver/types.js";
 import { parseJson } from "../job.js";
-import { type ResolvedKind, checkKeys, defaultLeaseMs, positiveMs, nonNegativeMs } from "../options.js";
+import type { ResolvedKind } from "../options.js";
 import { type RetryPolicy, defaultRetryPolicy } from "../retry-policy.js";
 import { type Queries, queriesFor } from "../sql/queries.js";
 import { channelFor } from "../sql/schema.js";
@@ -12,46 +12,10 @@ import { Completer } from "./completer.js";
 import { type ClaimedJob, type Outcome, execute } from "./executor.js";
 import type { Handlers } from "./handlers.js";
 import { LocalLeases } from "./leases.js";
+import { type WorkerEvent, type WorkerOptions, resolveWorkerOptions } from "./worker-options.js";
 import { Wake } from "./wake.js";
 
-/** How a worker runs. Every field has a default that suits most apps. */
-export interface WorkerOptions {
-  /** Handlers by job kind. A job of a kind not listed fails with an error naming it. */
-  readonly handlers: Handlers;
-  /** Handlers running at once. Default 10. */
-  readonly concurrency?: number;
-  /** Extra jobs claimed ahead into a local buffer (leased, not started). Default = concurrency. */
-  readonly prefetch?: number;
-  /** Lease for kinds without their own `leaseMs`. Default 5 minutes. */
-  readonly leaseMs?: number;
-  /** Fallback poll when no notification arrives. Default 1000 ms. */
-  readonly pollIntervalMs?: number;
-  /** How long `stop()` lets running handlers finish before aborting them. Default 25 s. */
-  readonly shutdownTimeoutMs?: number;
-  /** How often leases are extended. Default a third of the shortest lease. */
-  readonly heartbeatIntervalMs?: number;
-  /** How often expired leases are rescued (0 = never, e.g. when another process does it). Default 30 s. */
-  readonly rescueIntervalMs?: number;
-  /** How long an outcome may wait to join a batch write. Default 2 ms. */
-  readonly flushDelayMs?: number;
-  /** This worker's name in `locked_by`. Default `host:pid:random`. */
-  readonly workerId?: string;
-  /** Receives every job outcome and worker event (for logs and tests). */
-  readonly onEvent?: (event: WorkerEvent) => void;
-}
-
-/** What a worker reports through `onEvent`. */
-export type WorkerEvent =
-  | { readonly type: "started"; readonly workerId: string }
-  | { readonly type: "stopped"; readonly workerId: string; readonly released: number }
-  | { readonly type: "job_done"; readonly job: ClaimedJob; readonly durationMs: number }
-  | { readonly type: "job_failed"; readonly job: ClaimedJob; readonly durationMs: number; readonly error: string; readonly retryInMs: number }
-  | { readonly type: "job_dead"; readonly job: ClaimedJob; readonly durationMs: number; readonly error: string }
-  | { readonly type: "job_snoozed"; readonly job: ClaimedJob; readonly delayMs: number }
-  | { readonly type: "lease_lost"; readonly jobIds: readonly string[] }
-  | { readonly type: "listen_restored" }
-  | { readonly type: "rescued"; readonly ready: number; readonly dead: number }
-  | { readonly type: "error"; readonly during: string; readonly error: unknown };
+export type { WorkerEvent, WorkerOptions } from "./worker-options.js";
 
 interface Running {
   readonly job: ClaimedJob;
@@ -116,33 +80,25 @@ export class Worker {
   #claimFailures = 0;
 
   constructor(driver: Driver, schema: string, kinds: ReadonlyMap<string, ResolvedKind>, options: WorkerOptions) {
-    checkKeys(options, "", ["handlers", "concurrency", "prefetch", "leaseMs", "pollIntervalMs", "shutdownTimeoutMs", "heartbeatIntervalMs", "rescueIntervalMs", "flushDelayMs", "workerId", "onEvent"]);
-    if (typeof options.handlers !== "object" || options.handlers === null) throw new ValidationError("handlers", "must be an object mapping kind → async function");
-    for (const [kind, handler] of Object.entries(options.handlers)) {
-      if (typeof handler !== "function") throw new ValidationError(`handlers.${kind}`, "must be a function");
-    }
+    const settings = resolveWorkerOptions(options, kinds);
     this.#driver = driver;
     this.#schema = schema;
     this.#queries = queriesFor(schema);
     this.#kinds = kinds;
     this.#handlers = options.handlers;
-    this.#concurrency = count(options.concurrency ?? 10, "concurrency", 1);
-    this.#prefetch = count(options.prefetch ?? this.#concurrency, "prefetch", 0);
-    this.#leaseMs = positiveMs(options.leaseMs ?? defaultLeaseMs, "leaseMs");
-    const leases: Record<string, number> = {};
-    for (const [kind, settings] of kinds) if (settings.leaseMs !== undefined) leases[kind] = settings.leaseMs;
-    this.#leases = JSON.stringify(leases);
-    const shortest = Math.min(this.#leaseMs, ...Object.values(leases));
-    this.#pollIntervalMs = positiveMs(options.pollIntervalMs ?? 1_000, "pollIntervalMs");
-    this.#shutdownTimeoutMs = nonNegativeMs(options.shutdownTimeoutMs ?? 25_000, "shutdownTimeoutMs");
-    this.#heartbeatIntervalMs = positiveMs(options.heartbeatIntervalMs ?? Math.max(50, shortest / 3), "heartbeatIntervalMs");
-    if (this.#heartbeatIntervalMs >= shortest) throw new ValidationError("heartbeatIntervalMs", `must be shorter than the shortest lease (${shortest} ms)`);
+    this.#concurrency = settings.concurrency;
+    this.#prefetch = settings.prefetch;
+    this.#leaseMs = settings.leaseMs;
+    this.#leases = settings.leasesByKind;
+    this.#pollIntervalMs = settings.pollIntervalMs;
+    this.#shutdownTimeoutMs = settings.shutdownTimeoutMs;
+    this.#heartbeatIntervalMs = settings.heartbeatIntervalMs;
+    this.#rescueIntervalMs = settings.rescueIntervalMs;
     this.#local = new LocalLeases((kind) => kinds.get(kind)?.leaseMs ?? this.#leaseMs);
-    this.#leaseCheckMs = Math.max(10, Math.min(this.#heartbeatIntervalMs, shortest - this.#heartbeatIntervalMs) / 4);
-    this.#rescueIntervalMs = nonNegativeMs(options.rescueIntervalMs ?? 30_000, "rescueIntervalMs");
+    this.#leaseCheckMs = settings.leaseCheckMs;
     this.#onEvent = options.onEvent ?? (() => {});
     this.id = options.workerId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
-    this.#completer = new Completer(driver, this.#queries, this.id, nonNegativeMs(options.flushDelayMs ?? 2, "flushDelayMs"), (error) =>
+    this.#completer = new Completer(driver, this.#queries, this.id, settings.flushDelayMs, (error) =>
       this.#emit({ type: "error", during: "complete", error }),
     );
     this.#completer.onLost = (ids) => this.#emit({ type: "lease_lost", jobIds: ids });
@@ -435,11 +391,4 @@ export class Worker {
       // a logging hook must not break the worker
     }
   }
-}
-
-function count(value: unknown, field: string, min: number): number {
-  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > 10_000) {
-    throw new ValidationError(field, `must be an integer from ${min} to 10000 (got ${JSON.stringify(value)})`);
-  }
-  return value;
 }

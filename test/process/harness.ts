@@ -1,3 +1,4 @@
+import { onTestFailed } from "vitest";
 import { type TestErrand, eventually, testErrand } from "../support/db.js";
 import { type Spawned, type WorkerSpawn, assertBuilt, fixture, killAll, spawnWorker } from "../support/process.js";
 
@@ -48,6 +49,12 @@ export async function processTest(): Promise<ProcessTest> {
     started_at timestamptz NOT NULL, ended_at timestamptz, note text)`);
   await t.sql(`CREATE TABLE ${s}.kills (worker text PRIMARY KEY, killed_at timestamptz NOT NULL)`);
   const processes: Spawned[] = [];
+  // On failure, show what the workers said: the fastest way to see why.
+  onTestFailed(() => {
+    for (const p of processes) {
+      console.log(`--- ${p.name} (last 40 log lines)\n${p.logs.slice(-40).map((l) => JSON.stringify(l)).join("\n")}\n${p.stderr().slice(-1500)}`);
+    }
+  });
   const effects = (jobId?: string) =>
     t.sql<Effect>(
       `SELECT job_id::text, worker, attempt, started_at, ended_at, note FROM ${s}.effects WHERE $1::bigint IS NULL OR job_id = $1 ORDER BY started_at, id`,

@@ -1,0 +1,96 @@
+import type { ResolvedKind } from "../options.js";
+import { checkKeys, defaultLeaseMs, nonNegativeMs, positiveMs } from "../options.js";
+import { ValidationError } from "../errors.js";
+import type { ClaimedJob } from "./executor.js";
+import type { Handlers } from "./handlers.js";
+
+/** How a worker runs. Every field has a default that suits most apps. */
+export interface WorkerOptions {
+  /** Handlers by job kind. A job of a kind not listed fails with an error naming it. */
+  readonly handlers: Handlers;
+  /** Handlers running at once. Default 10. */
+  readonly concurrency?: number;
+  /** Extra jobs claimed ahead into a local buffer (leased, not started). Default = concurrency. */
+  readonly prefetch?: number;
+  /** Lease for kinds without their own `leaseMs`. Default 5 minutes. */
+  readonly leaseMs?: number;
+  /** Fallback poll when no notification arrives. Default 1000 ms. */
+  readonly pollIntervalMs?: number;
+  /** How long `stop()` lets running handlers finish before aborting them. Default 25 s. */
+  readonly shutdownTimeoutMs?: number;
+  /** How often leases are extended. Default a third of the shortest lease. */
+  readonly heartbeatIntervalMs?: number;
+  /** How often expired leases are rescued (0 = never, e.g. when another process does it). Default 30 s. */
+  readonly rescueIntervalMs?: number;
+  /** How long an outcome may wait to join a batch write. Default 2 ms. */
+  readonly flushDelayMs?: number;
+  /** This worker's name in `locked_by`. Default `host:pid:random`. */
+  readonly workerId?: string;
+  /** Receives every job outcome and worker event (for logs and tests). */
+  readonly onEvent?: (event: WorkerEvent) => void;
+}
+
+/** What a worker reports through `onEvent`. */
+export type WorkerEvent =
+  | { readonly type: "started"; readonly workerId: string }
+  | { readonly type: "stopped"; readonly workerId: string; readonly released: number }
+  | { readonly type: "job_done"; readonly job: ClaimedJob; readonly durationMs: number }
+  | { readonly type: "job_failed"; readonly job: ClaimedJob; readonly durationMs: number; readonly error: string; readonly retryInMs: number }
+  | { readonly type: "job_dead"; readonly job: ClaimedJob; readonly durationMs: number; readonly error: string }
+  | { readonly type: "job_snoozed"; readonly job: ClaimedJob; readonly delayMs: number }
+  | { readonly type: "lease_lost"; readonly jobIds: readonly string[] }
+  | { readonly type: "listen_restored" }
+  | { readonly type: "rescued"; readonly ready: number; readonly dead: number }
+  | { readonly type: "error"; readonly during: string; readonly error: unknown };
+
+/** {@link WorkerOptions} validated, with every default filled in. */
+export interface WorkerSettings {
+  readonly concurrency: number;
+  readonly prefetch: number;
+  readonly leaseMs: number;
+  /** Kind → lease ms, as JSON for the claim and heartbeat statements. */
+  readonly leasesByKind: string;
+  readonly pollIntervalMs: number;
+  readonly shutdownTimeoutMs: number;
+  readonly heartbeatIntervalMs: number;
+  /** How often the worker checks its own idea of its leases (see LocalLeases). */
+  readonly leaseCheckMs: number;
+  readonly rescueIntervalMs: number;
+  readonly flushDelayMs: number;
+}
+
+/** Validates worker options (errors name the field) and fills in defaults. */
+export function resolveWorkerOptions(options: WorkerOptions, kinds: ReadonlyMap<string, ResolvedKind>): WorkerSettings {
+  checkKeys(options, "", ["handlers", "concurrency", "prefetch", "leaseMs", "pollIntervalMs", "shutdownTimeoutMs", "heartbeatIntervalMs", "rescueIntervalMs", "flushDelayMs", "workerId", "onEvent"]);
+  if (typeof options.handlers !== "object" || options.handlers === null) throw new ValidationError("handlers", "must be an object mapping kind → async function");
+  for (const [kind, handler] of Object.entries(options.handlers)) {
+    if (typeof handler !== "function") throw new ValidationError(`handlers.${kind}`, "must be a function");
+  }
+  const concurrency = count(options.concurrency ?? 10, "concurrency", 1);
+  const leaseMs = positiveMs(options.leaseMs ?? defaultLeaseMs, "leaseMs");
+  const leases: Record<string, number> = {};
+  for (const [kind, settings] of kinds) if (settings.leaseMs !== undefined) leases[kind] = settings.leaseMs;
+  const shortest = Math.min(leaseMs, ...Object.values(leases));
+  const heartbeatIntervalMs = positiveMs(options.heartbeatIntervalMs ?? Math.max(50, shortest / 3), "heartbeatIntervalMs");
+  if (heartbeatIntervalMs >= shortest) throw new ValidationError("heartbeatIntervalMs", `must be shorter than the shortest lease (${shortest} ms)`);
+  return {
+    concurrency,
+    prefetch: count(options.prefetch ?? concurrency, "prefetch", 0),
+    leaseMs,
+    leasesByKind: JSON.stringify(leases),
+    pollIntervalMs: positiveMs(options.pollIntervalMs ?? 1_000, "pollIntervalMs"),
+    shutdownTimeoutMs: nonNegativeMs(options.shutdownTimeoutMs ?? 25_000, "shutdownTimeoutMs"),
+    heartbeatIntervalMs,
+    // Often enough to stop a handler a little before a lease that heartbeats could not extend runs out.
+    leaseCheckMs: Math.max(10, Math.min(heartbeatIntervalMs, shortest - heartbeatIntervalMs) / 4),
+    rescueIntervalMs: nonNegativeMs(options.rescueIntervalMs ?? 30_000, "rescueIntervalMs"),
+    flushDelayMs: nonNegativeMs(options.flushDelayMs ?? 2, "flushDelayMs"),
+  };
+}
+
+function count(value: unknown, field: string, min: number): number {
+  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > 10_000) {
+    throw new ValidationError(field, `must be an integer from ${min} to 10000 (got ${JSON.stringify(value)})`);
+  }
+  return value;
+}
