@@ -31,6 +31,25 @@ describe("observability commands", () => {
     expect(Object.keys(one.kinds)).toEqual(["resize"]);
   });
 
+  it("errand stats --watch --json prints a line per refresh until SIGINT", async () => {
+    const child = spawn(process.execPath, [new URL("../bin/errand.js", import.meta.url).pathname, "stats", "--watch", "0.1", "--json", ...db.flags], {
+      env: { ...process.env, DATABASE_URL: "" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    try {
+      await eventually(() => out.split("\n").length > 3, 30_000, "three refreshes");
+    } finally {
+      child.kill("SIGINT");
+    }
+    expect(await exited).toBe(0);
+    const lines = out.trim().split("\n").map((line) => JSON.parse(line) as { total: { ready: number } });
+    expect(lines.length).toBeGreaterThanOrEqual(3);
+    expect(lines.every((line) => line.total.ready === 2)).toBe(true);
+  });
+
   it("errand purge counts with --dry-run, keeps dead jobs, and names a bad duration", async () => {
     const dry = await cli("purge", "--dry-run", "--older-than", "0s");
     expect(dry).toMatchObject({ code: 0, stdout: "would delete 0 done jobs finished more than 0 s ago; dead jobs kept (see errand dead list)\n" });
