@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -26,6 +26,7 @@ let outside: string[];
 let allowed: string[];
 
 beforeAll(async () => {
+  if (!existsSync("/usr/bin/chromium")) throw new Error("Chromium is not installed at /usr/bin/chromium: run `apt-get install -y chromium` (.ci/browser does it in CI)");
   profile = mkdtempSync(join(tmpdir(), "errand-chromium-"));
   context = await chromium.launchPersistentContext(profile, {
     executablePath: "/usr/bin/chromium",
@@ -105,7 +106,7 @@ describe("dashboard in Chromium", () => {
     await expect.poll(() => metric("ready"), { timeout: 15_000 }).toBe("4");
   });
 
-  it("filters jobs, pages through them and opens a job", async () => {
+  it("filters jobs, searches by dedupe key and opens a job", async () => {
     await page.goto(`${origin}/jobs`);
     await page.getByLabel("Kind").selectOption("email");
     await page.getByLabel("Status").selectOption("ready");
