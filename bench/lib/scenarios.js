@@ -36,7 +36,7 @@ async function verify(adapter, handled, seeded, label) {
   return completed;
 }
 
-async function processJobs(system, ns, { count, capMs, mode, workers = 1, before }) {
+export async function processJobs(system, ns, { count, capMs, mode, workers = 1, before }) {
   const adapter = await adapterFor(system, ns);
   await adapter.setup();
   if (before) await before(ns);
