@@ -17,11 +17,11 @@ function startDashboard(args: string[], env: NodeJS.ProcessEnv = {}) {
   const proc = spawn(process.execPath, [bin, "dashboard", "--port", "0", ...args, ...db.flags], { env: { ...process.env, DATABASE_URL: "", ...env }, stdio: ["ignore", "pipe", "pipe"] });
   child = proc;
   let stderr = "";
-  proc.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  proc.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => proc.on("close", resolve));
   const url = new Promise<string>((resolve, reject) => {
     let stdout = "";
-    proc.stdout!.on("data", (chunk: Buffer) => {
+    proc.stdout.on("data", (chunk: Buffer) => {
       stdout += chunk.toString();
       const match = /on (http:\/\/\S+?:\d+)\//.exec(stdout);
       if (match) resolve(match[1]!.replace("0.0.0.0", "127.0.0.1"));

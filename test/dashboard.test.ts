@@ -189,8 +189,8 @@ describe("mounting in an existing Node server", () => {
   it("serves /errand/* from the dashboard and everything else from the app (as in the README)", async () => {
     const dashboard = getRequestListener(createDashboard(t.errand, { basePath: "/errand", readOnly: true }).fetch);
     const server = createServer((req, res) => {
-      if (req.url === "/errand" || req.url?.startsWith("/errand/")) return dashboard(req, res);
-      res.end("my app");
+      if (req.url === "/errand" || req.url?.startsWith("/errand/")) void dashboard(req, res);
+      else res.end("my app");
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

@@ -1,5 +1,6 @@
 import { Hono, type Context } from "hono";
 import { getCookie, setCookie } from "hono/cookie";
+import { createMiddleware } from "hono/factory";
 import type { Errand } from "../client.js";
 import { ErrandError, ValidationError } from "../errors.js";
 import { registerActions } from "./actions.js";
@@ -72,7 +73,7 @@ export function createDashboard(errand: Errand, options: DashboardOptions = {}):
     send: (c, body, status = 200) => c.html(body.value, status),
   };
 
-  app.use("*", async (c, next) => {
+  const guard = createMiddleware<DashboardEnv>(async (c, next) => {
     c.header("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
     c.header("X-Content-Type-Options", "nosniff");
     c.header("Referrer-Policy", "same-origin");
@@ -102,6 +103,7 @@ export function createDashboard(errand: Errand, options: DashboardOptions = {}):
     }
     await next();
   });
+  app.use("*", guard);
 
   app.get("/assets/dashboard.css", (c) => c.body(css, 200, { "Content-Type": "text/css; charset=utf-8", "Cache-Control": "max-age=300" }));
   app.get("/assets/dashboard.js", (c) => c.body(js, 200, { "Content-Type": "text/javascript; charset=utf-8", "Cache-Control": "max-age=300" }));

@@ -3,7 +3,7 @@ import { ValidationError } from "../errors.js";
 import type { JobStatus } from "../job.js";
 import type { DashboardDeps, DashboardEnv } from "./dashboard.js";
 import { messagePage, notice } from "./layout.js";
-import { type DeadAction, actionNotice, deadPage } from "./pages/dead.js";
+import { actionNotice, deadPage } from "./pages/dead.js";
 import { jobPage } from "./pages/job.js";
 import { jobsPage, statuses } from "./pages/jobs.js";
 import { overviewPage } from "./pages/overview.js";
@@ -76,5 +76,5 @@ function doneNotice(query: Record<string, string>) {
   const n = Number(query.n);
   if (!Number.isInteger(n) || n < 0) return "";
   const ids = (query.ids ?? "").split(",").filter((id) => /^[1-9][0-9]{0,18}$/.test(id));
-  return actionNotice(action as DeadAction, n, ids, query.kind || null);
+  return actionNotice(action, n, ids, query.kind || null);
 }
