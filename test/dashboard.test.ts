@@ -3,7 +3,6 @@ import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createDashboard } from "../src/index.js";
-import { Schedules } from "../src/maintenance/schedules.js";
 import { type TestErrand, testErrand } from "./support/db.js";
 import { dashboardSession, metric, seedQueue } from "./support/dashboard.js";
 
@@ -209,7 +208,7 @@ describe("mounting in an existing Node server", () => {
 
 describe("schedules page", () => {
   it("lists schedules with next run and policies, and pauses and resumes one", async () => {
-    const schedules = new Schedules(t.errand.driver, t.errand.schema, (specs, options) => t.errand.enqueueMany(specs, options));
+    const schedules = t.errand.schedules;
     await schedules.declare([{ name: "nightly-report", cron: "0 2 * * *", timezone: "America/New_York", kind: "send_report", missed: "catch_up", catchUpLimit: 3 }]);
     const s = dashboardSession(createDashboard(t.errand));
     const page = await s.get("/schedules");

@@ -1,6 +1,5 @@
 import type { Hono } from "hono";
 import { ValidationError } from "../errors.js";
-import { Schedules } from "../maintenance/schedules.js";
 import type { DashboardDeps, DashboardEnv } from "./dashboard.js";
 import { href } from "./layout.js";
 import { scheduleNotice, schedulesPage } from "./pages/schedules.js";
@@ -11,7 +10,7 @@ import { scheduleNotice, schedulesPage } from "./pages/schedules.js";
  */
 export function registerSchedules(app: Hono<DashboardEnv>, deps: DashboardDeps): void {
   // Only list, pause and resume are used: no scheduler is started from here.
-  const schedules = new Schedules(deps.errand.driver, deps.errand.schema, (specs, options) => deps.errand.enqueueMany(specs, options));
+  const schedules = deps.errand.schedules;
 
   app.get("/schedules", async (c) => {
     const list = await schedules.list();

@@ -6,7 +6,6 @@ import { serve } from "@hono/node-server";
 import { type BrowserContext, type Page, chromium } from "playwright-core";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createDashboard } from "../../src/index.js";
-import { Schedules } from "../../src/maintenance/schedules.js";
 import { type TestErrand, testErrand } from "../support/db.js";
 import { seedQueue } from "../support/dashboard.js";
 
@@ -194,7 +193,7 @@ describe("dashboard in Chromium", () => {
   });
 
   it("pauses a schedule", async () => {
-    const schedules = new Schedules(t.errand.driver, t.errand.schema, (specs, options) => t.errand.enqueueMany(specs, options));
+    const schedules = t.errand.schedules;
     await schedules.declare([
       { name: "nightly-report", cron: "0 2 * * *", timezone: "America/New_York", kind: "send_report" },
       { name: "sweep", cron: "*/5 * * * *", kind: "sweep", overlap: "allow", missed: "catch_up", catchUpLimit: 3 },
