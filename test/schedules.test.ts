@@ -186,6 +186,33 @@ describe("the scheduler", () => {
   });
 });
 
+describe("many schedules", () => {
+  it("one tick handles more due schedules than a batch (100), each once", async () => {
+    await schedules.declare(Array.from({ length: 150 }, (_, i) => hourly({ name: `s${i}` })));
+    const tick = await schedules.scheduler().runOnce(at("2026-01-01T01:00:01Z"));
+    expect(tick.events.filter((e) => e.type === "enqueued")).toHaveLength(150);
+    expect(await t.sql(`SELECT count(DISTINCT dedupe_key)::int AS n FROM ${t.schema}.jobs`)).toEqual([{ n: 150 }]);
+  });
+
+  it("a schedule whose job cannot be enqueued reports an error naming it, and the others still run", async () => {
+    const small = await testErrand({ maxPayloadBytes: 100 });
+    try {
+      const s = small.errand.schedules.withClock(clock);
+      await s.declare([hourly({ name: "fine" }), hourly({ name: "too-big", payload: { blob: "x".repeat(500) } })]);
+      const tick = await s.scheduler().runOnce(at("2026-01-01T01:00:01Z"));
+      expect(tick.events).toEqual([
+        { type: "enqueued", schedule: "fine", slot: at("2026-01-01T01:00:00Z"), jobId: expect.any(String) },
+        { type: "error", schedule: "too-big", error: expect.objectContaining({ name: "ValidationError" }) },
+      ]);
+      const [fine, tooBig] = await s.list();
+      expect(fine!.nextRun?.toISOString()).toBe("2026-01-01T02:00:00.000Z");
+      expect(tooBig!.nextRun?.toISOString()).toBe("2026-01-01T01:00:00.000Z");
+    } finally {
+      await small.cleanup();
+    }
+  });
+});
+
 describe("pause, resume, remove", () => {
   it("a paused schedule enqueues nothing; resuming starts at the next slot after now", async () => {
     await schedules.declare([hourly()]);

@@ -1,16 +1,12 @@
 import type { Clock } from "../clock.js";
-import type { EnqueueResult, JobSpec, SqlClient } from "../client.js";
 import { ValidationError } from "../errors.js";
-import type { Driver, Transaction } from "../driver/types.js";
-import { parseJson } from "../job.js";
+import type { Driver } from "../driver/types.js";
 import { positiveMs } from "../options.js";
 import { type ScheduleQueries, scheduleQueriesFor } from "../sql/schedules.js";
-import { type ScheduleRow, toDate } from "./schedule-info.js";
-import { type MissedPolicy, type OverlapPolicy, type ScheduleJobOptions, cronFor } from "./schedule-spec.js";
-import { planSlots } from "./slots.js";
+import { toDate } from "./schedule-info.js";
+import { type EnqueueFn, type SchedulerEvent, handleDue } from "./tick.js";
 
-/** How errand's own enqueue is reached (so scheduled jobs get the kind's defaults and validation). */
-export type EnqueueFn = (specs: readonly JobSpec[], options: { readonly db?: SqlClient }) => Promise<EnqueueResult[]>;
+export type { EnqueueFn, SchedulerEvent } from "./tick.js";
 
 /** Options for a {@link Scheduler}. */
 export interface SchedulerOptions {
@@ -22,13 +18,6 @@ export interface SchedulerOptions {
   readonly onEvent?: (event: SchedulerEvent) => void;
 }
 
-/** What a scheduler reports. */
-export type SchedulerEvent =
-  | { readonly type: "enqueued"; readonly schedule: string; readonly slot: Date; readonly jobId: string }
-  | { readonly type: "skipped"; readonly schedule: string; readonly slot: Date; readonly reason: string }
-  | { readonly type: "missed"; readonly schedule: string; readonly from: Date; readonly to: Date; readonly reason: string }
-  | { readonly type: "error"; readonly schedule?: string; readonly error: unknown };
-
 /** What one {@link Scheduler.runOnce} did. */
 export interface SchedulerTick {
   /** The instant the tick planned for. */
@@ -37,7 +26,6 @@ export interface SchedulerTick {
 }
 
 const batch = 100;
-const runRetentionMs = 7 * 24 * 3600_000;
 
 /**
  * Turns due schedule slots into ordinary jobs. Run one in every worker process if you
@@ -108,7 +96,10 @@ export class Scheduler {
   /**
    * One tick: records finished runs as last successes, then enqueues (or skips, per
    * policy) every slot due at `now` (default: the clock, else the database's `now()`).
-   * Tests call this with explicit instants instead of waiting.
+   * Due schedules are handled up to 100 per transaction; if a batch fails (one
+   * schedule's jobs cannot be enqueued), they are retried one per transaction so the
+   * others still run and the error names the schedule. Tests call this with explicit
+   * instants instead of waiting.
    */
   async runOnce(now?: Date): Promise<SchedulerTick> {
     const at = now ?? (this.#clock ? new Date(this.#clock.now()) : await this.#databaseNow());
@@ -119,89 +110,36 @@ export class Scheduler {
       this.#onEvent(event);
     };
     await this.#driver.run(this.#queries.recordSuccesses, []);
-    const failed = new Set<string>();
-    for (let round = 0; round < 10; round++) {
-      const { rows } = await this.#driver.run<{ name: string }>(this.#queries.dueNames, [at.toISOString(), batch]);
-      const names = rows.map((row) => row.name).filter((name) => !failed.has(name));
-      for (const name of names) {
-        try {
-          const done = await this.#driver.transaction((tx) => this.#handle(tx, name, at));
-          for (const event of done) emit(event);
-        } catch (error) {
-          failed.add(name);
-          emit({ type: "error", schedule: name, error });
-        }
+    const handled: string[] = [];
+    for (;;) {
+      let result: { handled: string[]; events: SchedulerEvent[] };
+      try {
+        result = await this.#driver.transaction((tx) => handleDue(tx, this.#queries, this.#enqueue, at, batch, null, handled));
+      } catch {
+        await this.#oneByOne(at, handled, emit);
+        break;
       }
-      if (rows.length < batch) break;
+      result.events.forEach(emit);
+      handled.push(...result.handled);
+      if (result.handled.length < batch) break;
     }
     return { now: at, events };
+  }
+
+  async #oneByOne(at: Date, handled: string[], emit: (event: SchedulerEvent) => void): Promise<void> {
+    const { rows } = await this.#driver.run<{ name: string }>(this.#queries.dueNames, [at.toISOString(), 10_000]);
+    for (const { name } of rows.filter((row) => !handled.includes(row.name))) {
+      try {
+        const result = await this.#driver.transaction((tx) => handleDue(tx, this.#queries, this.#enqueue, at, 1, [name], handled));
+        result.events.forEach(emit);
+      } catch (error) {
+        emit({ type: "error", schedule: name, error });
+      }
+    }
   }
 
   async #databaseNow(): Promise<Date> {
     const { rows } = await this.#driver.run<{ now: Date | string }>(this.#queries.now, []);
     return toDate(rows[0]!.now);
-  }
-
-  /** Handles one due schedule inside a transaction; returns what happened (emitted after commit). */
-  async #handle(tx: Transaction, name: string, now: Date): Promise<SchedulerEvent[]> {
-    const q = this.#queries;
-    const { rows } = await tx.query<ScheduleRow>(q.lockDue.text, [name, now.toISOString()]);
-    const row = rows[0];
-    if (!row || row.next_slot === null) return []; // another scheduler has it, or did it already
-    const overlap = row.overlap as OverlapPolicy;
-    let inFlight = false;
-    if (overlap === "skip" && row.last_job_id !== null) {
-      const status = await tx.query<{ status: string }>(q.jobStatus.text, [row.last_job_id]);
-      inFlight = status.rows[0]?.status === "ready" || status.rows[0]?.status === "running";
-    }
-    const plan = planSlots({
-      cron: cronFor(row.cron, row.timezone),
-      next: toDate(row.next_slot),
-      now,
-      graceMs: Number(row.grace_ms),
-      missed: row.missed as MissedPolicy,
-      catchUpLimit: Number(row.catch_up_limit),
-      overlap,
-      inFlight,
-    });
-
-    const options = (parseJson(row.job_options) ?? {}) as ScheduleJobOptions;
-    const payload = parseJson(row.payload);
-    const results = await this.#enqueue(
-      plan.enqueue.map((slot) => ({ kind: row.kind, payload, ...options, runAt: slot, dedupeKey: `schedule:${row.name}:${slot.toISOString()}` })),
-      { db: tx },
-    );
-    const events: SchedulerEvent[] = [];
-    const runs = { slots: [] as string[], jobs: [] as (string | null)[], reasons: [] as (string | null)[] };
-    plan.enqueue.forEach((slot, i) => {
-      runs.slots.push(slot.toISOString());
-      runs.jobs.push(results[i]!.id);
-      runs.reasons.push(null);
-      events.push({ type: "enqueued", schedule: row.name, slot, jobId: results[i]!.id });
-    });
-    for (const { slot, reason } of plan.skipped) {
-      runs.slots.push(slot.toISOString());
-      runs.jobs.push(null);
-      runs.reasons.push(reason);
-      events.push({ type: "skipped", schedule: row.name, slot, reason });
-    }
-    if (plan.missed) events.push({ type: "missed", schedule: row.name, ...plan.missed });
-    if (runs.slots.length > 0) await tx.query(q.insertRuns.text, [row.name, runs.slots, runs.jobs, runs.reasons]);
-
-    const lastEnqueued = plan.enqueue.at(-1);
-    const lastSkipped = [...plan.skipped.map((s) => ({ slot: s.slot, reason: s.reason })), ...(plan.missed ? [{ slot: plan.missed.to, reason: plan.missed.reason }] : [])]
-      .sort((a, b) => a.slot.getTime() - b.slot.getTime())
-      .at(-1);
-    await tx.query(q.advance.text, [
-      row.name,
-      plan.next?.toISOString() ?? null,
-      plan.lastHandled?.toISOString() ?? null,
-      lastEnqueued?.toISOString() ?? null,
-      lastEnqueued ? results.at(-1)!.id : null,
-      lastSkipped?.slot.toISOString() ?? null,
-      lastSkipped?.reason ?? null,
-    ]);
-    await tx.query(q.pruneRuns.text, [row.name, new Date(now.getTime() - runRetentionMs).toISOString()]);
-    return events;
   }
 }

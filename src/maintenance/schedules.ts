@@ -68,13 +68,13 @@ export class Schedules {
     });
     await this.#driver.transaction(async (tx) => {
       const now = await this.#now(tx);
-      for (const s of resolved) {
-        const next = cronFor(s.cron, s.timezone).nextRun(now);
-        await tx.query(this.#queries.upsert.text, [
-          s.name, s.cron, s.timezone, s.kind, s.payload, JSON.stringify(s.jobOptions),
-          s.overlap, s.missed, s.catchUpLimit, s.graceMs, next?.toISOString() ?? null,
-        ]);
-      }
+      const column = <T>(pick: (s: (typeof resolved)[number]) => T) => resolved.map(pick);
+      await tx.query(this.#queries.upsert.text, [
+        column((s) => s.name), column((s) => s.cron), column((s) => s.timezone), column((s) => s.kind),
+        column((s) => s.payload), column((s) => JSON.stringify(s.jobOptions)), column((s) => s.overlap), column((s) => s.missed),
+        column((s) => s.catchUpLimit), column((s) => s.graceMs),
+        column((s) => cronFor(s.cron, s.timezone).nextRun(now)?.toISOString() ?? null),
+      ]);
       if (options.removeOthers) await tx.query(this.#queries.removeOthers.text, [[...seen]]);
     });
     return (await this.list()).filter((info) => seen.has(info.name));

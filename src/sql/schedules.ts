@@ -9,7 +9,7 @@ export interface ScheduleQueries {
   readonly list: Statement;
   readonly dueNames: Statement;
   readonly lockDue: Statement;
-  readonly jobStatus: Statement;
+  readonly jobStatuses: Statement;
   readonly insertRuns: Statement;
   readonly advance: Statement;
   readonly pruneRuns: Statement;
@@ -46,16 +46,18 @@ function build(s: string): ScheduleQueries {
     now: statement(`SELECT now() AS now`),
 
     /*
-     * upsert — declares one schedule. A new one starts at $11 (the first slot after
-     * now); an existing one keeps its state (next slot, paused, history) unless its cron
-     * or time zone changed, when it restarts at $11 (the old slots are not "missed").
-     * $1 name, $2 cron, $3 timezone, $4 kind, $5 payload (JSON text), $6 job_options
-     * (JSON text), $7 overlap, $8 missed, $9 catch_up_limit, $10 grace_ms, $11 next_slot
-     * rows: name
+     * upsert — declares schedules, one array element each. A new one starts at its
+     * next_slot (the first slot after now); an existing one keeps its state (next slot,
+     * paused, history) unless its cron or time zone changed, when it restarts at next_slot
+     * (the old slots are not "missed"). $1 name, $2 cron, $3 timezone, $4 kind, $5 payload
+     * (JSON), $6 job_options (JSON), $7 overlap, $8 missed (all text[]), $9 catch_up_limit
+     * int[], $10 grace_ms bigint[], $11 next_slot timestamptz[]. rows: name
      */
     upsert: statement(`
       INSERT INTO ${schedules} AS s (name, cron, timezone, kind, payload, job_options, overlap, missed, catch_up_limit, grace_ms, next_slot)
-      VALUES ($1, $2, $3, $4, $5::text::jsonb, $6::text::jsonb, $7, $8, $9, $10, $11)
+      SELECT d.name, d.cron, d.timezone, d.kind, d.payload::jsonb, d.job_options::jsonb, d.overlap, d.missed, d.catch_up_limit, d.grace_ms, d.next_slot
+      FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int[], $10::bigint[], $11::timestamptz[])
+        AS d(name, cron, timezone, kind, payload, job_options, overlap, missed, catch_up_limit, grace_ms, next_slot)
       ON CONFLICT (name) DO UPDATE
       SET cron = EXCLUDED.cron, timezone = EXCLUDED.timezone, kind = EXCLUDED.kind, payload = EXCLUDED.payload,
           job_options = EXCLUDED.job_options, overlap = EXCLUDED.overlap, missed = EXCLUDED.missed,
@@ -82,52 +84,58 @@ function build(s: string): ScheduleQueries {
       ORDER BY next_slot LIMIT $2`),
 
     /*
-     * lockDue — locks schedule $1 if it is still due at $2 and no other scheduler holds
-     * it; after a competitor commits, the re-check sees its advanced next_slot and
-     * returns nothing. rows: schedule (as list, without last_job_status)
+     * lockDue — locks up to $3 schedules due at $1 (only those named in $2 when not
+     * null; none named in $4, those this tick already handled) that no other scheduler
+     * holds. A row a competitor just advanced is re-checked against its new next_slot
+     * and left out. rows: schedule (as list, without last_job_status)
      */
     lockDue: statement(`
       SELECT ${scheduleColumns} FROM ${schedules} s
-      WHERE s.name = $1 AND NOT s.paused AND s.next_slot <= $2::timestamptz
+      WHERE NOT s.paused AND s.next_slot <= $1::timestamptz AND ($2::text[] IS NULL OR s.name = ANY($2::text[]))
+        AND NOT (s.name = ANY($4::text[]))
+      ORDER BY s.next_slot LIMIT $3
       FOR UPDATE SKIP LOCKED`),
 
-    /* jobStatus — $1 job id; rows: status (none when the job was deleted) */
-    jobStatus: statement(`SELECT status FROM ${jobs} WHERE id = $1`),
+    /* jobStatuses — $1 job id bigint[]; rows: id, status (none for deleted jobs) */
+    jobStatuses: statement(`SELECT id, status FROM ${jobs} WHERE id = ANY($1::bigint[])`),
 
     /*
-     * insertRuns — records handled slots of schedule $1: $2 slot timestamptz[], $3 job id
-     * bigint[] (null when skipped), $4 skip reason text[] (null when enqueued). A slot
-     * already recorded is left alone. rows: none
+     * insertRuns — records handled slots: $1 schedule text[], $2 slot timestamptz[], $3
+     * job id bigint[] (null when skipped), $4 skip reason text[] (null when enqueued). A
+     * slot already recorded is left alone. rows: none
      */
     insertRuns: statement(`
       INSERT INTO ${runs} (schedule, slot, job_id, skipped)
-      SELECT $1, r.slot, r.job_id, r.skipped
-      FROM unnest($2::timestamptz[], $3::bigint[], $4::text[]) AS r(slot, job_id, skipped)
+      SELECT r.schedule, r.slot, r.job_id, r.skipped
+      FROM unnest($1::text[], $2::timestamptz[], $3::bigint[], $4::text[]) AS r(schedule, slot, job_id, skipped)
       ON CONFLICT (schedule, slot) DO NOTHING`),
 
     /*
-     * advance — moves schedule $1 on after a tick: $2 next_slot, $3 last handled slot,
-     * $4 last enqueued slot (null = unchanged), $5 its job id, $6 last skipped slot
-     * (null = unchanged), $7 its reason. rows: none
+     * advance — moves schedules on after a tick, one array element per schedule: $1 name,
+     * $2 next_slot, $3 last handled slot, $4 last enqueued slot (null = unchanged), $5 its
+     * job id, $6 last skipped slot (null = unchanged), $7 its reason. rows: none
      */
     advance: statement(`
-      UPDATE ${schedules}
-      SET next_slot = $2::timestamptz,
-          last_slot = greatest(last_slot, $3::timestamptz),
-          last_enqueued_slot = coalesce($4::timestamptz, last_enqueued_slot),
-          last_job_id = CASE WHEN $4::timestamptz IS NULL THEN last_job_id ELSE $5::bigint END,
-          last_skipped_slot = coalesce($6::timestamptz, last_skipped_slot),
-          last_skip_reason = CASE WHEN $6::timestamptz IS NULL THEN last_skip_reason ELSE $7::text END,
+      UPDATE ${schedules} s
+      SET next_slot = a.next_slot,
+          last_slot = greatest(s.last_slot, a.last_slot),
+          last_enqueued_slot = coalesce(a.enqueued_slot, s.last_enqueued_slot),
+          last_job_id = CASE WHEN a.enqueued_slot IS NULL THEN s.last_job_id ELSE a.job_id END,
+          last_skipped_slot = coalesce(a.skipped_slot, s.last_skipped_slot),
+          last_skip_reason = CASE WHEN a.skipped_slot IS NULL THEN s.last_skip_reason ELSE a.reason END,
           updated_at = now()
-      WHERE name = $1`),
+      FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[], $4::timestamptz[], $5::bigint[], $6::timestamptz[], $7::text[])
+        AS a(name, next_slot, last_slot, enqueued_slot, job_id, skipped_slot, reason)
+      WHERE s.name = a.name`),
 
     /*
-     * pruneRuns — forgets schedule $1's slots before $2 whose job is no longer ready or
-     * running (the schedule row keeps the last slot and last success). rows: none
+     * pruneRuns — forgets the slots of schedules $1 text[] before $2 whose job is no
+     * longer ready or running (the schedule row keeps the last slot and last success).
+     * rows: none
      */
     pruneRuns: statement(`
       DELETE FROM ${runs} r
-      WHERE r.schedule = $1 AND r.slot < $2::timestamptz
+      WHERE r.schedule = ANY($1::text[]) AND r.slot < $2::timestamptz
         AND NOT EXISTS (SELECT 1 FROM ${jobs} j WHERE j.id = r.job_id AND j.status IN ('ready', 'running'))`),
 
     /*
