@@ -35,7 +35,7 @@ export default defineConfig({
       { extends: true, test: { name: "pglite", include: ["test/**/*.test.ts", "src/**/*.test.ts"], exclude: ["test/process/**", "test/**/*.pg.test.ts"], env: { ERRAND_TEST_DB: "pglite" } } },
       ...(problem
         ? []
-        : [{ extends: true, test: { name: "postgres", include: ["test/**/*.test.ts"], env: { ERRAND_TEST_DB: "postgres", ERRAND_TEST_URL: url } } }]),
+        : [{ extends: true as const, test: { name: "postgres", include: ["test/**/*.test.ts"], env: { ERRAND_TEST_DB: "postgres", ERRAND_TEST_URL: url } } }]),
     ],
   },
 });

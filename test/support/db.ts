@@ -56,7 +56,8 @@ export async function testErrand(options: Omit<ErrandOptions, "db" | "connection
   const db = await shared();
   const schema = `t_${randomBytes(6).toString("hex")}`;
   const errand = await Errand.open({ ...options, db, schema });
-  const sql = async <Row>(text: string, params?: unknown[]) => (await db.query(text, params)).rows as Row[];
+  const raw = db as unknown as SqlClient;
+  const sql = async <Row>(text: string, params?: unknown[]) => (await raw.query(text, params)).rows as Row[];
   return {
     errand,
     schema,
@@ -91,7 +92,7 @@ export async function testErrand(options: Omit<ErrandOptions, "db" | "connection
     },
     async cleanup() {
       await errand.close();
-      await db.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await raw.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
     },
   };
 }
