@@ -1,7 +1,5 @@
 import { isIP } from "node:net";
 import { type Command, InvalidArgumentError } from "commander";
-import { serve } from "@hono/node-server";
-import { createDashboard } from "../dashboard/dashboard.js";
 import { authFromEnv } from "../dashboard/security.js";
 import { type DatabaseFlags, intArg, openFromFlags, withDatabase } from "./common.js";
 
@@ -36,6 +34,8 @@ export function register(program: Command): void {
         `refusing to serve the dashboard on ${flags.host} without authentication: set ERRAND_DASHBOARD_TOKEN (16+ characters) or ERRAND_DASHBOARD_USER and ERRAND_DASHBOARD_PASSWORD, or bind to 127.0.0.1`,
       );
     }
+    // Loaded here, not at the top: every other command starts without the web server's modules.
+    const [{ serve }, { createDashboard }] = await Promise.all([import("@hono/node-server"), import("../dashboard/dashboard.js")]);
     const errand = await openFromFlags(flags);
     const app = createDashboard(errand, { readOnly: flags.readOnly === true, ...(auth ? { auth } : {}), ...(flags.basePath ? { basePath: flags.basePath } : {}) });
     const server = serve({ fetch: app.fetch, port: flags.port, hostname: flags.host }, (info) => {
