@@ -1,4 +1,6 @@
 import { spawn } from "node:child_process";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cliDatabase, errandCli } from "./support/cli.js";
 import { eventually } from "./support/db.js";
@@ -66,8 +68,20 @@ describe("observability commands", () => {
     expect(out.stdout).toContain("7\t1,920 s\t63.5 min\n");
   });
 
-  it("errand metrics serves /metrics until SIGTERM", async () => {
-    const child = spawn(process.execPath, [new URL("../bin/errand.js", import.meta.url).pathname, "metrics", "--port", "0", "--host", "127.0.0.1", ...db.flags], {
+  it("errand metrics serves /metrics and sends alerts until SIGTERM", async () => {
+    const hooks: { status: string; rule: string; kind: string }[] = [];
+    const hook = createServer((req, res) => {
+      let body = "";
+      req.on("data", (chunk: Buffer) => (body += chunk.toString()));
+      req.on("end", () => {
+        hooks.push(JSON.parse(body) as { status: string; rule: string; kind: string });
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((resolve) => hook.listen(0, "127.0.0.1", resolve));
+    const hookUrl = `http://127.0.0.1:${(hook.address() as AddressInfo).port}/hook`;
+    const alertFlags = ["--alert-webhook", hookUrl, "--oldest-ready", "1ms", "--alert-interval", "1s"];
+    const child = spawn(process.execPath, [new URL("../bin/errand.js", import.meta.url).pathname, "metrics", "--port", "0", "--host", "127.0.0.1", ...alertFlags, ...db.flags], {
       env: { ...process.env, DATABASE_URL: "" },
       stdio: ["ignore", "pipe", "pipe"],
     });
@@ -79,9 +93,13 @@ describe("observability commands", () => {
       const body = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
       expect(body).toContain('errand_jobs{kind="send_receipt",state="ready"} 2');
       expect(body).toContain('errand_jobs{kind="resize",state="scheduled"} 1');
+      await eventually(() => hooks.length > 0, 30_000, "the webhook alert");
+      expect(hooks).toEqual([expect.objectContaining({ status: "firing", rule: "oldest_ready", kind: "send_receipt" })]);
+      await eventually(() => out.includes('"event":"alert_firing"'), 10_000, "the alert log line");
     } finally {
       child.kill("SIGTERM");
     }
     expect(await exited).toBe(0);
+    hook.close();
   });
 });
