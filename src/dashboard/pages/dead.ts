@@ -68,9 +68,10 @@ export function confirmPage(ctx: PageContext, action: DeadAction, target: DeadTa
   const what = "ids" in target
     ? `${verb} ${target.ids.length === 1 ? `dead job ${target.ids[0]}` : `${count(target.ids.length)} dead jobs: ${target.ids.join(", ")}`}?`
     : `${verb} all ${count(n)} dead jobs of kind ${target.kind}?`;
+  const one = "ids" in target ? target.ids.length === 1 : n === 1;
   const effect = action === "retry"
-    ? "They go back to ready with their attempts reset; their error history is kept."
-    : "They are deleted for good; this cannot be undone.";
+    ? `${one ? "It goes" : "They go"} back to ready with attempts reset; the error history is kept.`
+    : `${one ? "It is" : "They are"} deleted for good; this cannot be undone.`;
   const fields = "ids" in target ? target.ids.map((id) => html`<input type="hidden" name="id" value="${id}">`) : html`<input type="hidden" name="kind" value="${target.kind}">`;
   const body = html`<h1>Confirm: ${verb.toLowerCase()}</h1>
 <p id="confirm-question">${what}</p>
