@@ -21,8 +21,8 @@ const { values: args } = parseArgs({
 });
 
 const cfg = args.smoke
-  ? { runs: 1, enqueueOne: 100, enqueueBulk: 3_000, processDefault: 2_000, processBest: 3_000, capDefaultMs: 2_500, capMs: 10_000,
-      latencySeconds: 1, latencyRate: 50, historyRows: 20_000, historyJobs: 2_000 }
+  ? { runs: 1, enqueueOne: 50, enqueueBulk: 3_000, processDefault: 1_000, processBest: 2_000, capDefaultMs: 1_500, capMs: 10_000,
+      latencySeconds: 1, latencyRate: 50, historyRows: 10_000, historyJobs: 1_000 }
   : { runs: 3, enqueueOne: 1_000, enqueueBulk: 50_000, processDefault: 20_000, processBest: 30_000, capDefaultMs: 8_000, capMs: 30_000,
       latencySeconds: 8, latencyRate: 50, historyRows: 1_000_000, historyJobs: 30_000 };
 if (args.runs) cfg.runs = Number(args.runs);

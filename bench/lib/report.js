@@ -31,7 +31,8 @@ export function advantage(errand, peer, higher) {
   return higher ? errand / peer : peer / errand;
 }
 
-const fmt = (v, unit) => (v == null ? "—" : unit === "ms" ? v.toFixed(1) : unit === "MB" ? v.toFixed(0) : Math.round(v).toLocaleString("en"));
+const fmt = (v, unit) =>
+  v == null ? "—" : unit === "ms" || v < 10 ? v.toFixed(1) : unit === "MB" ? v.toFixed(0) : Math.round(v).toLocaleString("en");
 
 /** The markdown table of medians with errand's advantage over each peer. */
 export function table(summary, defs) {
