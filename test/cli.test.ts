@@ -47,7 +47,7 @@ describe("errand CLI", () => {
     const missing = await cli("dead", "discard", id);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toBe(`errand: no dead job with id ${id} (it does not exist or is not dead); nothing was changed\n`);
-  });
+  }, 240_000); // nine CLI runs; each reopens the embedded database
 
   describe("bad arguments: one line naming the argument, exit 2, nothing written", () => {
     const cases: [string[], RegExp][] = [
