@@ -10,6 +10,9 @@ const task = JSON.parse(process.argv[2]);
 const adapter = await import(`./systems/${task.system}.js`);
 const system = adapter.create(task.ns);
 
+// If run.js goes away (it timed out or was killed), do not linger.
+process.on("disconnect", () => process.exit(1));
+
 const send = (message) => new Promise((resolve) => process.send(message, resolve));
 
 async function enqueueOne() {
@@ -65,6 +68,7 @@ try {
   else if (task.role === "enqueue-one") await enqueueOne();
   else if (task.role === "enqueue-bulk") await enqueueBulk();
   else throw new Error(`unknown role ${task.role}`);
+  process.removeAllListeners("disconnect");
   process.disconnect();
   setTimeout(() => process.exit(0), 200).unref();
 } catch (error) {

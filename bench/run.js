@@ -39,7 +39,12 @@ async function measureOnce(def, system, run) {
   const ns = `bench_${system}_${def.id}_${run}`.toLowerCase();
   const started = performance.now();
   try {
-    const result = await def.measure(system, ns);
+    let timer;
+    const limitMs = args.smoke ? 120_000 : 900_000; // a hung measurement (e.g. a service down) fails instead of hanging CI
+    const timeout = new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no result after ${limitMs / 1000} s`)), limitMs);
+    });
+    const result = await Promise.race([def.measure(system, ns), timeout]).finally(() => clearTimeout(timer));
     const extra = result.p99 != null ? ` p99 ${result.p99.toFixed(1)}` : "";
     const rss = result.maxRssMB != null ? ` rss ${result.maxRssMB.toFixed(0)} MB` : "";
     log(`  ${def.id} run ${run} ${systems[system].padEnd(15)} ${result.value.toFixed(1).padStart(10)} ${def.unit}${extra}${rss} (${((performance.now() - started) / 1000).toFixed(1)} s)`);
