@@ -63,11 +63,11 @@ function build(s: string, channel: string): Queries {
         RETURNING id, dedupe_key
       )
       SELECT input.ord,
-             coalesce(inserted.id,
-                      (SELECT i.id FROM inserted i WHERE i.dedupe_key = input.dedupe_key),
-                      (SELECT j.id FROM ${jobs} j WHERE j.dedupe_key = input.dedupe_key)) AS id,
-             inserted.id IS NULL AS duplicate
-      FROM input LEFT JOIN inserted ON inserted.id = input.id
+             CASE WHEN input.dedupe_key IS NULL OR input.id IN (SELECT id FROM inserted) THEN input.id
+                  ELSE coalesce((SELECT i.id FROM inserted i WHERE i.dedupe_key = input.dedupe_key),
+                                (SELECT j.id FROM ${jobs} j WHERE j.dedupe_key = input.dedupe_key)) END AS id,
+             input.dedupe_key IS NOT NULL AND input.id NOT IN (SELECT id FROM inserted) AS duplicate
+      FROM input
       ORDER BY input.ord`),
 
     /* findByDedupeKeys — $1 text[]; rows: id, dedupe_key */
