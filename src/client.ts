@@ -44,6 +44,8 @@ export interface ErrandOptions {
   readonly migrate?: boolean;
   /** Pool size when errand creates the pool. Default 10. */
   readonly poolSize?: number;
+  /** Called when an idle connection fails (server restart, network drop); errand reconnects on its own. */
+  readonly onConnectionError?: (error: Error) => void;
 }
 
 /** Options for one job at enqueue time. */
@@ -115,7 +117,7 @@ export class Errand {
 
   /** Connects (or opens the embedded database), validates options and migrates. */
   static async open(options: ErrandOptions = {}): Promise<Errand> {
-    checkKeys(options, "", ["connectionString", "db", "dataDir", "schema", "kinds", "maxPayloadBytes", "migrate", "poolSize"]);
+    checkKeys(options, "", ["connectionString", "db", "dataDir", "schema", "kinds", "maxPayloadBytes", "migrate", "poolSize", "onConnectionError"]);
     const schema = checkSchemaName(options.schema ?? defaultSchema);
     const kinds = resolveKinds(options.kinds);
     const maxPayloadBytes = options.maxPayloadBytes ?? defaultMaxPayloadBytes;
@@ -297,9 +299,9 @@ async function connect(options: ErrandOptions): Promise<Driver> {
       await pool.end();
       throw new ErrandError("connect_failed", `cannot connect to ${redact(options.connectionString)}: ${(error as Error).message}`, { cause: error });
     }
-    return pgDriver(pool, true);
+    return pgDriver(pool, true, { onError: options.onConnectionError });
   }
-  if (options.db instanceof pg.Pool) return pgDriver(options.db, false);
+  if (options.db instanceof pg.Pool) return pgDriver(options.db, false, { onError: options.onConnectionError });
   if (options.db instanceof PGlite) return pgliteDriver(options.db, false);
   if (options.db !== undefined) throw new ValidationError("db", "must be a pg.Pool or a PGlite instance");
   return openEmbedded(options.dataDir ?? defaultDataDir);

@@ -3,6 +3,9 @@ import { pathToFileURL } from "node:url";
 import { type Command, InvalidArgumentError } from "commander";
 import type { Handlers } from "../worker/handlers.js";
 import type { WorkerEvent } from "../worker/worker.js";
+import { Pruner } from "../maintenance/pruner.js";
+import { startMetricsServer } from "../observe/metrics-server.js";
+import { logSchedulerEvent } from "./schedules.js";
 import { type DatabaseFlags, intArg, logLine, openFromFlags, secondsArg, withDatabase } from "./common.js";
 
 interface WorkerFlags extends DatabaseFlags {
@@ -16,6 +19,9 @@ interface WorkerFlags extends DatabaseFlags {
   readonly shutdownTimeout?: number;
   readonly pollInterval?: number;
   readonly verbose?: boolean;
+  readonly scheduler?: boolean;
+  readonly pruner?: boolean;
+  readonly metricsPort?: number;
 }
 
 export function register(program: Command): void {
@@ -32,12 +38,15 @@ export function register(program: Command): void {
       .option("--worker-id <id>", "this worker's name in locked_by (default host:pid:random)")
       .option("--shutdown-timeout <seconds>", "how long running jobs may finish on shutdown (default 25)", secondsArg())
       .option("--poll-interval <seconds>", "fallback poll when no notification arrives (default 1)", secondsArg(false))
-      .option("--verbose", "also log every successful job"),
+      .option("--verbose", "also log every successful job")
+      .option("--no-scheduler", "do not enqueue due schedule slots from this process (default: run the scheduler; safe in every worker)")
+      .option("--no-pruner", "do not delete done jobs older than 7 days from this process (default: prune hourly; safe in every worker)")
+      .option("--metrics-port <n>", "serve Prometheus /metrics on this port: queue gauges and this worker's job metrics", intArg(0, 65_535)),
   ).action(async (flags: WorkerFlags) => {
     // Signals are handled from the first moment: a SIGTERM while the worker is still
     // connecting must also end in a clean exit 0, not the default kill.
     let signals = 0;
-    let stop: (() => Promise<void>) | undefined;
+    let stop: (() => Promise<void>) | undefined = undefined; // set once connected
     const exitAfter = (work: Promise<void>) =>
       work.then(
         () => process.exit(0),
@@ -64,7 +73,11 @@ export function register(program: Command): void {
     process.on("SIGINT", shutdown);
 
     const handlers = await loadHandlers(flags.handlers);
-    const errand = await openFromFlags(flags);
+    const errand = await openFromFlags(flags, {
+      onConnectionError: (error) => logLine({ level: "warn", event: "connection_error", error: error.message }),
+    });
+    const metrics = flags.metricsPort === undefined ? undefined : await startMetricsServer({ port: flags.metricsPort, stats: () => errand.stats() });
+    if (metrics) logLine({ level: "info", event: "metrics_listening", port: metrics.port, path: "/metrics" });
     const worker = errand.worker({
       handlers,
       ...(flags.concurrency !== undefined ? { concurrency: flags.concurrency } : {}),
@@ -75,13 +88,29 @@ export function register(program: Command): void {
       ...(flags.workerId !== undefined ? { workerId: flags.workerId } : {}),
       ...(flags.shutdownTimeout !== undefined ? { shutdownTimeoutMs: flags.shutdownTimeout } : {}),
       ...(flags.pollInterval !== undefined ? { pollIntervalMs: flags.pollInterval } : {}),
-      onEvent: (event) => logEvent(event, flags.verbose === true),
+      onEvent: (event) => {
+        logEvent(event, flags.verbose === true);
+        metrics?.onEvent(event);
+      },
     });
-    stop = () => worker.stop().then(() => errand.close());
+    const scheduler = flags.scheduler === false ? undefined : errand.schedules.scheduler({ onEvent: logSchedulerEvent });
+    const pruner =
+      flags.pruner === false
+        ? undefined
+        : new Pruner(errand.driver, errand.schema, {
+            onPrune: (result) => result.done + result.dead > 0 && logLine({ level: "info", event: "pruned", ...result }),
+            onError: (error) => logLine({ level: "error", event: "error", during: "prune", error: String(error) }),
+          });
+    stop = () =>
+      Promise.all([worker.stop(), scheduler?.stop(), pruner?.stop()])
+        .then(() => metrics?.close())
+        .then(() => errand.close());
     if (signals > 0) {
       await exitAfter(stop()); // asked to stop while connecting: nothing was claimed
       return;
     }
+    await scheduler?.start();
+    pruner?.start();
     await worker.start();
   });
 }
