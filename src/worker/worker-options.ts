@@ -10,7 +10,12 @@ export interface WorkerOptions {
   readonly handlers: Handlers;
   /** Handlers running at once. Default 10. */
   readonly concurrency?: number;
-  /** Extra jobs claimed ahead into a local buffer (leased, not started). Default = concurrency. */
+  /**
+   * Extra jobs claimed ahead into a local buffer (leased, not started). Default: adaptive —
+   * about as many jobs as this worker finished in the last quarter second, between
+   * `concurrency` and 1000, so fast jobs are claimed in big batches and slow ones are not
+   * hoarded. A fixed number turns adaptation off.
+   */
   readonly prefetch?: number;
   /** Lease for kinds without their own `leaseMs`. Default 5 minutes. */
   readonly leaseMs?: number;
@@ -46,7 +51,8 @@ export type WorkerEvent =
 /** {@link WorkerOptions} validated, with every default filled in. */
 export interface WorkerSettings {
   readonly concurrency: number;
-  readonly prefetch: number;
+  /** A fixed prefetch, or undefined for adaptive. */
+  readonly prefetch: number | undefined;
   readonly leaseMs: number;
   /** Kind → lease ms, as JSON for the claim and heartbeat statements. */
   readonly leasesByKind: string;
@@ -75,7 +81,7 @@ export function resolveWorkerOptions(options: WorkerOptions, kinds: ReadonlyMap<
   if (heartbeatIntervalMs >= shortest) throw new ValidationError("heartbeatIntervalMs", `must be shorter than the shortest lease (${shortest} ms)`);
   return {
     concurrency,
-    prefetch: count(options.prefetch ?? concurrency, "prefetch", 0),
+    prefetch: options.prefetch === undefined ? undefined : count(options.prefetch, "prefetch", 0),
     leaseMs,
     leasesByKind: JSON.stringify(leases),
     pollIntervalMs: positiveMs(options.pollIntervalMs ?? 1_000, "pollIntervalMs"),

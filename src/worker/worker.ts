@@ -54,7 +54,11 @@ export class Worker {
   readonly #kinds: ReadonlyMap<string, ResolvedKind>;
   readonly #handlers: Handlers;
   readonly #concurrency: number;
-  readonly #prefetch: number;
+  readonly #prefetch: number | undefined;
+  /** Handlers finished in the current and the previous quarter second (adaptive prefetch). */
+  #finishedNow = 0;
+  #finishedBefore = 0;
+  #windowStart = 0;
   readonly #leaseMs: number;
   readonly #leases: string;
   readonly #pollIntervalMs: number;
@@ -133,7 +137,7 @@ export class Worker {
       return;
     }
     this.#every(this.#heartbeatIntervalMs, () => this.#heartbeat());
-    this.#every(this.#leaseCheckMs, async () => this.#abortExpired());
+    this.#every(this.#leaseCheckMs, () => Promise.resolve(this.#abortExpired()));
     if (this.#rescueIntervalMs > 0) {
       // A worker restarted after a crash rescues its predecessor's jobs without waiting a full interval.
       void this.rescue();
@@ -197,9 +201,9 @@ export class Worker {
   }
 
   async #claimLoop(): Promise<void> {
-    const capacity = this.#concurrency + this.#prefetch;
-    const refillAt = Math.max(1, Math.floor(capacity / 4));
     while (this.#state === "running") {
+      const capacity = this.#concurrency + this.#prefetchNow();
+      const refillAt = Math.max(1, Math.floor(capacity / 4));
       const free = capacity - this.#running.size - this.#buffer.length;
       const worthIt = free >= refillAt || (free > 0 && this.#buffer.length === 0);
       if (this.#queueMayHaveJobs && worthIt) {
@@ -226,6 +230,25 @@ export class Worker {
       const woken = await this.#wake.wait(this.#pollIntervalMs);
       if (!woken) this.#queueMayHaveJobs = true;
     }
+  }
+
+  /**
+   * The fixed prefetch, or the adaptive one: about a quarter second of this worker's
+   * recent throughput, between `concurrency` and 1000. No-op-fast jobs are claimed a
+   * thousand per statement; jobs that take seconds are not hoarded from other workers.
+   */
+  #prefetchNow(): number {
+    if (this.#prefetch !== undefined) return this.#prefetch;
+    this.#rollWindow();
+    return Math.min(1000, Math.max(this.#concurrency, this.#finishedNow, this.#finishedBefore));
+  }
+
+  #rollWindow(): void {
+    const now = this.#clock.now();
+    if (now - this.#windowStart < 250) return;
+    this.#finishedBefore = now - this.#windowStart < 500 ? this.#finishedNow : 0;
+    this.#finishedNow = 0;
+    this.#windowStart = now;
   }
 
   /** A notification (or rescue) says jobs may be ready. */
@@ -264,6 +287,10 @@ export class Worker {
     const outcome = await execute(job, this.#handlers, entry.controller.signal, this.#policyFor(job.kind));
     this.#running.delete(job);
     this.#local.forget(job);
+    if (this.#prefetch === undefined) {
+      this.#rollWindow();
+      this.#finishedNow++;
+    }
     if (!entry.discard && !(entry.expired && outcome.type !== "done")) {
       this.#completer.add(job, outcome);
       this.#report(job, outcome, this.#clock.now() - started);
@@ -377,7 +404,8 @@ export class Worker {
     const timer = setInterval(() => {
       if (busy) return;
       busy = true;
-      fn().finally(() => {
+      // Each fn reports its own errors through onEvent; this only clears the flag.
+      void fn().finally(() => {
         busy = false;
       });
     }, ms);
