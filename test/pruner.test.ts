@@ -10,10 +10,17 @@ afterEach(() => t.cleanup());
 
 const day = 86_400_000;
 
-/** `n` jobs of `kind` moved to `status`, finished `daysAgo` days ago (through UPDATE, as a worker would). */
+/**
+ * `n` jobs of `kind` moved to `status`, finished `daysAgo` days ago. Plain SQL is not
+ * counted by errand's statements, so the done count is added as the completer would.
+ */
 async function seed(n: number, kind: string, status: "done" | "dead", daysAgo: number): Promise<void> {
   await t.sql(`INSERT INTO ${t.schema}.jobs (kind, payload) SELECT $1, to_jsonb(g) FROM generate_series(1, $2) g`, [kind, n]);
   await t.sql(`UPDATE ${t.schema}.jobs SET status = $1, attempts = 1, finished_at = now() - $2 * interval '1 day' WHERE kind = $3 AND status = 'ready'`, [status, daysAgo, kind]);
+  if (status === "done") {
+    await t.sql(`INSERT INTO ${t.schema}.done_counts AS c (kind, shard, done) VALUES ($1, 0, $2)
+                 ON CONFLICT (kind, shard) DO UPDATE SET done = c.done + excluded.done`, [kind, n]);
+  }
 }
 
 const count = async (where: string) => Number((await t.sql<{ n: string }>(`SELECT count(*) AS n FROM ${t.schema}.jobs WHERE ${where}`))[0]!.n);

@@ -99,14 +99,21 @@ function build(s: string, channel: string): Queries {
     /*
      * complete — marks jobs done, but only those still leased to this worker for this
      * attempt: a late result after the lease was lost is not recorded.
+     * Counts the outcomes for stats (see counted()).
      * $1 id bigint[], $2 attempt int[], $3 worker id; rows: id
      */
-    complete: statement(`
-      UPDATE ${jobs} j
+    complete: statement(
+      counted(
+        s,
+        "",
+        `UPDATE ${jobs} j
       SET status = 'done', locked_until = NULL, locked_by = NULL, finished_at = now()
       FROM unnest($1::bigint[], $2::int[]) AS c(id, attempt)
-      WHERE j.id = c.id AND j.attempts = c.attempt AND j.status = 'running' AND j.locked_by = $3
-      RETURNING j.id`),
+      WHERE j.id = c.id AND j.attempts = c.attempt AND j.status = 'running' AND j.locked_by = $3`,
+        "id",
+        "done",
+      ),
+    ),
 
     /*
      * fail — records failed attempts: back to ready after the given delay, or dead when
@@ -115,8 +122,11 @@ function build(s: string, channel: string): Queries {
      * $1 id bigint[], $2 attempt int[], $3 error text[], $4 delay_ms float8[],
      * $5 permanent bool[], $6 worker id; rows: id, status
      */
-    fail: statement(`
-      UPDATE ${jobs} j
+    fail: statement(
+      counted(
+        s,
+        "",
+        `UPDATE ${jobs} j
       SET status = CASE WHEN f.permanent OR j.attempts >= j.max_attempts THEN 'dead' ELSE 'ready' END,
           run_at = CASE WHEN f.permanent OR j.attempts >= j.max_attempts THEN j.run_at
                         ELSE now() + f.delay_ms * interval '1 millisecond' END,
@@ -126,8 +136,11 @@ function build(s: string, channel: string): Queries {
                    || jsonb_build_array(jsonb_build_object('attempt', j.attempts, 'at', now(), 'error', f.error)),
           locked_until = NULL, locked_by = NULL
       FROM unnest($1::bigint[], $2::int[], $3::text[], $4::float8[], $5::bool[]) AS f(id, attempt, error, delay_ms, permanent)
-      WHERE j.id = f.id AND j.attempts = f.attempt AND j.status = 'running' AND j.locked_by = $6
-      RETURNING j.id, j.status`),
+      WHERE j.id = f.id AND j.attempts = f.attempt AND j.status = 'running' AND j.locked_by = $6`,
+        "id, status",
+        "failure",
+      ),
+    ),
 
     /*
      * release — gives jobs back without spending an attempt (shutdown, or claimed but
@@ -161,8 +174,10 @@ function build(s: string, channel: string): Queries {
      * kills its worker every time cannot loop forever. The attempt is not refunded.
      * rows: id, status
      */
-    rescue: statement(`
-      WITH expired AS (
+    rescue: statement(
+      counted(
+        s,
+        `expired AS (
         SELECT id FROM ${jobs}
         WHERE status = 'running' AND locked_until < now()
         ORDER BY locked_until
@@ -173,8 +188,9 @@ function build(s: string, channel: string): Queries {
                format('lease expired on attempt %s of %s (worker %s died or overran its lease)',
                       j.attempts, j.max_attempts, coalesce(j.locked_by, '?')) AS message
         FROM ${jobs} j JOIN expired USING (id)
-      )
-      UPDATE ${jobs} j
+      ),
+      `,
+        `UPDATE ${jobs} j
       SET status = CASE WHEN d.last THEN 'dead' ELSE 'ready' END,
           finished_at = CASE WHEN d.last THEN now() END,
           run_at = CASE WHEN d.last THEN j.run_at ELSE now() END,
@@ -182,8 +198,11 @@ function build(s: string, channel: string): Queries {
           errors = (CASE WHEN jsonb_array_length(j.errors) >= 25 THEN j.errors - 0 ELSE j.errors END)
                    || jsonb_build_array(jsonb_build_object('attempt', j.attempts, 'at', now(), 'error', d.message)),
           locked_until = NULL, locked_by = NULL
-      FROM described d WHERE j.id = d.id
-      RETURNING j.id, j.status`),
+      FROM described d WHERE j.id = d.id`,
+        "id, status",
+        "failure",
+      ),
+    ),
 
     /* getJob — $1 id; rows: job */
     getJob: statement(`SELECT ${jobColumns} FROM ${jobs} j WHERE j.id = $1`),
@@ -217,4 +236,33 @@ function build(s: string, channel: string): Queries {
         AND ($2::text IS NULL OR j.kind = $2)
       RETURNING j.id`),
   };
+}
+
+/**
+ * Wraps an outcome UPDATE on `jobs j` so the same statement counts what it changed, for
+ * stats: outcomes per kind in 10-second buckets (`outcome_counts`) and, for completions,
+ * the retained done jobs per kind (`done_counts`). One upsert per kind per batch, sharded
+ * by backend so concurrent workers seldom wait on one counter row. Only the statements
+ * that finish attempts pay for it — claims and heartbeats do not.
+ */
+function counted(s: string, ctes: string, update: string, returning: string, outcome: "done" | "failure"): string {
+  const tallies = outcome === "done" ? "count(*), 0, 0" : "0, count(*), count(*) FILTER (WHERE status = 'dead')";
+  const keptDone =
+    outcome === "done"
+      ? `, kept AS (
+        INSERT INTO ${s}.done_counts AS c (kind, shard, done)
+        SELECT kind, pg_backend_pid() % 4, count(*) FROM changed GROUP BY kind ORDER BY kind
+        ON CONFLICT (kind, shard) DO UPDATE SET done = c.done + excluded.done)`
+      : "";
+  return `
+      WITH ${ctes}changed AS (
+        ${update}
+        RETURNING j.id, j.kind, j.status
+      ), tallied AS (
+        INSERT INTO ${s}.outcome_counts AS c (bucket, kind, shard, done, failed, died)
+        SELECT to_timestamp(floor(extract(epoch FROM now()) / 10) * 10), kind, pg_backend_pid() % 4, ${tallies}
+        FROM changed GROUP BY kind ORDER BY kind
+        ON CONFLICT (bucket, kind, shard) DO UPDATE
+          SET done = c.done + excluded.done, failed = c.failed + excluded.failed, died = c.died + excluded.died)${keptDone}
+      SELECT ${returning} FROM changed`;
 }
