@@ -1,5 +1,5 @@
 import type { Statement } from "../driver/types.js";
-import { qualified, statement } from "./schema.js";
+import { memoisePerSchema, qualified, statement } from "./schema.js";
 
 /** The dashboard's statements, for one schema. Built once per schema. */
 export interface DashboardQueries {
@@ -13,17 +13,8 @@ export interface DashboardQueries {
   readonly overviewSeries: Statement;
 }
 
-const cache = new Map<string, DashboardQueries>();
-
 /** The dashboard's statements for `schema` (memoised). */
-export function dashboardQueriesFor(schema: string): DashboardQueries {
-  let queries = cache.get(schema);
-  if (!queries) {
-    queries = build(qualified(schema));
-    cache.set(schema, queries);
-  }
-  return queries;
-}
+export const dashboardQueriesFor = memoisePerSchema((schema): DashboardQueries => build(qualified(schema)));
 
 /** The first line of a job's last error, cut to 300 characters: the dead-letter grouping key. */
 const errorSummary = `left(split_part(coalesce(j.last_error, ''), E'\\n', 1), 300)`;

@@ -1,5 +1,5 @@
 import type { Statement } from "../driver/types.js";
-import { qualified, statement } from "./schema.js";
+import { memoisePerSchema, qualified, statement } from "./schema.js";
 
 /** The statements of stats, the pruner and alerts, for one schema. */
 export interface ObserveQueries {
@@ -13,17 +13,8 @@ export interface ObserveQueries {
   readonly listIncidents: Statement;
 }
 
-const cache = new Map<string, ObserveQueries>();
-
 /** The statements for `schema` (memoised). */
-export function observeQueriesFor(schema: string): ObserveQueries {
-  let queries = cache.get(schema);
-  if (!queries) {
-    queries = build(qualified(schema));
-    cache.set(schema, queries);
-  }
-  return queries;
-}
+export const observeQueriesFor = memoisePerSchema((schema): ObserveQueries => build(qualified(schema)));
 
 function build(s: string): ObserveQueries {
   const jobs = `${s}.jobs`;

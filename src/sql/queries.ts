@@ -1,5 +1,5 @@
 import type { Statement } from "../driver/types.js";
-import { channelFor, qualified, statement } from "./schema.js";
+import { channelFor, memoisePerSchema, qualified, statement } from "./schema.js";
 
 /** Every statement errand runs, for one schema. Built once per client. */
 export interface Queries {
@@ -17,17 +17,8 @@ export interface Queries {
   readonly discardDead: Statement;
 }
 
-const cache = new Map<string, Queries>();
-
 /** The statements for `schema` (memoised). */
-export function queriesFor(schema: string): Queries {
-  let queries = cache.get(schema);
-  if (!queries) {
-    queries = build(qualified(schema), channelFor(schema));
-    cache.set(schema, queries);
-  }
-  return queries;
-}
+export const queriesFor = memoisePerSchema((schema): Queries => build(qualified(schema), channelFor(schema)));
 
 /** Columns returned for a job everywhere a whole job is returned. */
 const jobColumns = `j.id, j.kind, j.payload, j.status, j.priority, j.attempts, j.max_attempts, j.run_at,

@@ -1,5 +1,5 @@
 import type { Statement } from "../driver/types.js";
-import { qualified, statement } from "./schema.js";
+import { memoisePerSchema, qualified, statement } from "./schema.js";
 
 /** Every statement the schedules and the scheduler run, for one schema. */
 export interface ScheduleQueries {
@@ -19,17 +19,8 @@ export interface ScheduleQueries {
   readonly remove: Statement;
 }
 
-const cache = new Map<string, ScheduleQueries>();
-
 /** The schedule statements for `schema` (memoised). */
-export function scheduleQueriesFor(schema: string): ScheduleQueries {
-  let queries = cache.get(schema);
-  if (!queries) {
-    queries = build(qualified(schema));
-    cache.set(schema, queries);
-  }
-  return queries;
-}
+export const scheduleQueriesFor = memoisePerSchema((schema): ScheduleQueries => build(qualified(schema)));
 
 /** Columns of a schedule as the list returns them (plus the last job's status). */
 const scheduleColumns = `s.name, s.cron, s.timezone, s.kind, s.payload, s.job_options, s.overlap, s.missed,

@@ -27,3 +27,16 @@ export function channelFor(schema: string): string {
 export function statement(text: string): Statement {
   return { name: `errand_${createHash("sha1").update(text).digest("hex").slice(0, 20)}`, text };
 }
+
+/** Builds a schema's statements once and hands back the same object after that. */
+export function memoisePerSchema<T>(build: (schema: string) => T): (schema: string) => T {
+  const cache = new Map<string, T>();
+  return (schema) => {
+    let built = cache.get(schema);
+    if (built === undefined) {
+      built = build(schema);
+      cache.set(schema, built);
+    }
+    return built;
+  };
+}
