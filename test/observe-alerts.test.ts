@@ -47,7 +47,7 @@ async function recorder(reply: (path: string) => { status: number; body: unknown
     });
   });
   await new Promise<void>((resolve) => server!.listen(0, "127.0.0.1", resolve));
-  return { url: `http://127.0.0.1:${(server!.address() as AddressInfo).port}`, requests };
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, requests };
 }
 
 async function killOneJob(kind = "email"): Promise<void> {

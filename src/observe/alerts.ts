@@ -49,7 +49,7 @@ export function evaluateRules(stats: QueueStats, rules: AlertRules = {}): Map<st
   if (rate && !(rate.threshold >= 0 && rate.threshold < 1)) throw new ValidationError("rules.failureRate.threshold", "must be from 0 to below 1");
   const found = new Map<string, Condition>();
   const add = (rule: Condition["rule"], kind: string, message: string) => found.set(`${rule}:${kind}`, { rule, kind, message });
-  for (const [kind, s] of Object.entries(stats.kinds) as [string, KindStats][]) {
+  for (const [kind, s] of Object.entries<KindStats>(stats.kinds)) {
     if (rules.deadJobs !== false && s.dead > 0) {
       add("dead_jobs", kind, `${s.dead} dead ${s.dead === 1 ? "job" : "jobs"} of kind '${kind}' ${s.dead === 1 ? "waits" : "wait"} for a person: errand dead list --kind ${kind}`);
     }

@@ -1,5 +1,5 @@
 import { ErrandError, ValidationError } from "../errors.js";
-import type { Alert, Notifier } from "./alerts.js";
+import type { Notifier } from "./alerts.js";
 
 /** Options of {@link webhookNotifier}. */
 export interface WebhookOptions {

@@ -9,8 +9,8 @@ const tracer = () => trace.getTracer("errand");
 
 /** Runs an enqueue inside a `send <kind>` producer span (`send` alone for mixed kinds). */
 export function traceEnqueue<T>(specs: readonly { readonly kind: string }[], fn: () => T | PromiseLike<T>): Promise<Awaited<T>> {
-  const list = Array.isArray(specs) ? specs : [];
-  const kinds = [...new Set(list.map((spec) => spec?.kind))];
+  const list: readonly { readonly kind?: unknown }[] = Array.isArray(specs) ? specs : [];
+  const kinds = [...new Set(list.map((spec): unknown => spec?.kind))];
   const kind = kinds.length === 1 && typeof kinds[0] === "string" ? kinds[0] : undefined;
   const attributes: Attributes = { "messaging.system": "errand", "messaging.operation.type": "send", "messaging.batch.message_count": list.length };
   if (kind) attributes["messaging.destination.name"] = kind;

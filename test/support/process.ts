@@ -97,7 +97,7 @@ export function spawnNode(name: string, args: readonly string[], env: Readonly<R
   let stderr = "";
   let pending = "";
   let exit: Exit | undefined;
-  child.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
     pending += chunk;
     const lines = pending.split("\n");
     pending = lines.pop()!;
@@ -111,7 +111,7 @@ export function spawnNode(name: string, args: readonly string[], env: Readonly<R
     }
     for (const waiter of waiters) waiter();
   });
-  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+  child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
   const exited = new Promise<Exit>((resolve) =>
     child.on("exit", (code, signal) => {
       exit = { code, signal };
