@@ -33,6 +33,7 @@ const defs = scenarios(cfg).filter((d) => !only || only.includes(d.id) || only.i
 
 const raw = {};
 const failures = [];
+const findings = [];
 const log = (...parts) => console.error(...parts);
 
 async function measureOnce(def, system, run) {
@@ -51,7 +52,9 @@ async function measureOnce(def, system, run) {
     return result;
   } catch (error) {
     log(`  ${def.id} run ${run} ${systems[system]} FAILED: ${error.stack ?? error}`);
-    failures.push(`${def.id}/${system}: ${error.message ?? error}`);
+    // A peer losing a completion is something the bench found about that peer, not a
+    // broken bench: report it, but only errand's own losses (or any crash) fail the run.
+    (error.lostCompletion && system !== "errand" ? findings : failures).push(`${def.id}/${system}: ${error.message ?? error}`);
     await dropSchema(ns).catch(() => {});
     return { error: String(error.message ?? error) };
   }
@@ -94,12 +97,13 @@ async function main() {
     `× columns: errand's advantage (> 1 = errand better).\n\n${markdown}\n\n## Targets\n\n${targetLines}\n`;
   const dir = new URL("./results/", import.meta.url);
   mkdirSync(dir, { recursive: true });
-  const json = JSON.stringify({ mode: args.smoke ? "smoke" : "full", at: stamp, config: cfg, cores: cpus().length, postgres: settings, summary, targets: checks, failures }, null, 2);
+  const json = JSON.stringify({ mode: args.smoke ? "smoke" : "full", at: stamp, config: cfg, cores: cpus().length, postgres: settings, summary, targets: checks, failures, findings }, null, 2);
   for (const name of [stamp, args.smoke ? "latest-smoke" : "latest"]) {
     writeFileSync(new URL(`${name}.json`, dir), json);
     writeFileSync(new URL(`${name}.md`, dir), md);
   }
   console.log(md);
+  if (findings.length) console.log(`\nFindings about peers (not failures of the bench):\n${findings.map((f) => `  ${f}`).join("\n")}`);
   if (failures.length) {
     console.error(`\n${failures.length} measurement(s) failed:\n${failures.map((f) => `  ${f}`).join("\n")}`);
     process.exit(1);

@@ -32,7 +32,11 @@ async function verify(adapter, handled, seeded, label) {
   if (handled < 1) throw new Error(`${label}: no job was processed`);
   if (handled > seeded) throw new Error(`${label}: ${handled} handler calls for ${seeded} jobs (duplicates)`);
   const completed = await adapter.completed();
-  if (completed < handled) throw new Error(`${label}: ${handled} handled but only ${completed} recorded as completed after shutdown`);
+  if (completed < handled) {
+    const error = new Error(`${label}: ${handled} handled but only ${completed} recorded as completed after shutdown`);
+    error.lostCompletion = true; // fatal for errand (its promise); a finding for a peer
+    throw error;
+  }
   return completed;
 }
 
