@@ -42,8 +42,3 @@ export interface Driver {
   /** Closes what the driver opened (not connections the caller passed in). */
   close(): Promise<void>;
 }
-
-/** Runs a statement on a caller-supplied connection (ignores the statement name). */
-export function runOn<Row>(db: Queryable, statement: Statement, params: readonly unknown[]): Promise<QueryResult<Row>> {
-  return db.query<Row>(statement.text, params);
-}
