@@ -1,4 +1,4 @@
-import { type Attributes, type Span, SpanKind, SpanStatusCode, context, trace } from "@opentelemetry/api";
+import { type Attributes, type Span, SpanKind, SpanStatusCode, context, isSpanContextValid, trace } from "@opentelemetry/api";
 
 /**
  * OpenTelemetry spans through `@opentelemetry/api` only: with no SDK registered these
@@ -32,7 +32,10 @@ export function traceRun<T>(job: { readonly id: string; readonly kind: string; r
 async function inSpan<T>(name: string, kind: SpanKind, attributes: Attributes, fn: () => T | PromiseLike<T>): Promise<Awaited<T>> {
   const span: Span = tracer().startSpan(name, { kind, attributes });
   try {
-    const result = await context.with(trace.setSpan(context.active(), span), fn);
+    // With no SDK registered the span is a no-op with no trace id: there is nothing to
+    // hand to the handler's own spans, so skip making a context per job. A span that
+    // was sampled out still has a trace id and is passed on, as its children need it.
+    const result = !span.isRecording() && !isSpanContextValid(span.spanContext()) ? await fn() : await context.with(trace.setSpan(context.active(), span), fn);
     span.setStatus({ code: SpanStatusCode.OK });
     return result;
   } catch (error) {

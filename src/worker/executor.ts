@@ -33,7 +33,7 @@ export const maxErrorLength = 4000;
 export async function execute(
   job: ClaimedJob,
   handlers: Handlers,
-  signal: AbortSignal,
+  abort: { readonly signal: AbortSignal },
   policy: RetryPolicy,
   random: () => number = Math.random,
 ): Promise<Outcome> {
@@ -45,7 +45,11 @@ export async function execute(
       kind: job.kind,
       attempt: job.attempt,
       maxAttempts: job.maxAttempts,
-      signal,
+      // Read on first use: most handlers never look at it, and an AbortSignal per job
+      // was a tenth of a no-op job's cost.
+      get signal() {
+        return abort.signal;
+      },
       idempotencyKey: `errand-job-${job.id}`,
       createdAt: job.createdAt,
     };
