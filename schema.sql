@@ -162,9 +162,9 @@ CREATE INDEX jobs_dead ON errand.jobs USING btree (kind, id) WHERE (status = 'de
 
 CREATE INDEX jobs_done ON errand.jobs USING btree (finished_at) WHERE (status = 'done'::text);
 
-CREATE INDEX jobs_ready ON errand.jobs USING btree (priority DESC, run_at, id) WHERE (status = 'ready'::text);
+CREATE INDEX jobs_leased ON errand.jobs USING btree (locked_until) WHERE (locked_until IS NOT NULL);
 
-CREATE INDEX jobs_running ON errand.jobs USING btree (locked_until) WHERE (status = 'running'::text);
+CREATE INDEX jobs_ready ON errand.jobs USING btree (priority DESC, run_at, id) WHERE (status = 'ready'::text);
 
 CREATE INDEX schedules_due ON errand.schedules USING btree (next_slot) WHERE (NOT paused);
 

@@ -21,7 +21,7 @@ function build(s: string): ObserveQueries {
   return {
     /*
      * stats — every figure per kind in one round trip. Each arm reads one partial index
-     * (jobs_ready, jobs_running, jobs_dead) or a small counter table, so the cost grows
+     * (jobs_ready, jobs_leased, jobs_dead) or a small counter table, so the cost grows
      * with the backlog (ready, running, dead), never with the done history.
      * No params. rows: at (now()), kind (null when there are no jobs), ready, scheduled,
      * oldest_ready_ms, running, expired, dead, done, done_1m, failed_1m, died_1m,
@@ -43,7 +43,7 @@ function build(s: string): ObserveQueries {
         FROM ${jobs} WHERE status = 'ready' GROUP BY kind
         UNION ALL
         SELECT kind, 0, 0, NULL, count(*), count(*) FILTER (WHERE locked_until < now()), 0, 0, 0, 0, 0, 0, 0, 0
-        FROM ${jobs} WHERE status = 'running' GROUP BY kind
+        FROM ${jobs} WHERE status = 'running' AND locked_until IS NOT NULL GROUP BY kind
         UNION ALL
         SELECT kind, 0, 0, NULL, 0, 0, count(*), 0, 0, 0, 0, 0, 0, 0
         FROM ${jobs} WHERE status = 'dead' GROUP BY kind

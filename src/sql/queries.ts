@@ -26,6 +26,9 @@ const jobColumns = `j.id, j.kind, j.payload, j.status, j.priority, j.attempts, j
 
 function build(s: string, channel: string): Queries {
   const jobs = `${s}.jobs`;
+  /** fail's per-job values: $2 is {id: [attempt, delay_ms, permanent, error]} (see byId). */
+  const failed = (index: number, cast: string): string => `($2::jsonb -> j.id::text ->> ${index})${cast}`;
+  const [attempt, delayMs, permanent, error] = [failed(0, "::int"), failed(1, "::float8"), failed(2, "::boolean"), failed(3, "")];
   return {
     /*
      * enqueue — inserts n jobs in one statement. Ids are drawn first so each input row
@@ -68,11 +71,15 @@ function build(s: string, channel: string): Queries {
      * claim — takes up to $1 ready, due jobs in priority then run_at order, skipping rows
      * other workers hold, and leases them to worker $2 for $4 ms (or the kind's lease in
      * $3, a JSON object kind → ms). Commits on its own: no transaction stays open.
-     * rows: id, kind, payload, attempts, max_attempts, retry, run_at, created_at
+     * The locked rows are updated by their ctid (a TID scan: they cannot move while this
+     * statement holds their locks), not by joining on id, whose plan depended on the
+     * table's statistics (a hash of the whole table per claim when it was small).
+     * rows: id, kind, payload, attempts, max_attempts, retry, run_at_ms, created_at_ms
+     * (epoch milliseconds: a float is cheaper to send and to read than a timestamptz)
      */
     claim: statement(`
       WITH next AS (
-        SELECT id FROM ${jobs}
+        SELECT ctid FROM ${jobs}
         WHERE status = 'ready' AND run_at <= now()
         ORDER BY priority DESC, run_at, id
         LIMIT $1
@@ -84,14 +91,16 @@ function build(s: string, channel: string): Queries {
           locked_by = $2,
           locked_until = now() + coalesce(($3::jsonb ->> j.kind)::float8, $4::float8) * interval '1 millisecond',
           started_at = now()
-      FROM next WHERE j.id = next.id
-      RETURNING j.id, j.kind, j.payload, j.attempts, j.max_attempts, j.retry, j.run_at, j.created_at`),
+      WHERE j.ctid = ANY(ARRAY(SELECT ctid FROM next))
+      RETURNING j.id, j.kind, j.payload, j.attempts, j.max_attempts, j.retry,
+                (extract(epoch FROM j.run_at) * 1000)::float8 AS run_at_ms,
+                (extract(epoch FROM j.created_at) * 1000)::float8 AS created_at_ms`),
 
     /*
      * complete — marks jobs done, but only those still leased to this worker for this
      * attempt: a late result after the lease was lost is not recorded.
      * Counts the outcomes for stats (see counted()).
-     * $1 id bigint[], $2 attempt int[], $3 worker id; rows: id
+     * $1 id bigint[], $2 {id: attempt} (JSON, see byId), $3 worker id; rows: id
      */
     complete: statement(
       counted(
@@ -99,8 +108,8 @@ function build(s: string, channel: string): Queries {
         "",
         `UPDATE ${jobs} j
       SET status = 'done', locked_until = NULL, locked_by = NULL, finished_at = now()
-      FROM unnest($1::bigint[], $2::int[]) AS c(id, attempt)
-      WHERE j.id = c.id AND j.attempts = c.attempt AND j.status = 'running' AND j.locked_by = $3`,
+      WHERE j.id = ANY($1::bigint[]) AND j.attempts = ($2::jsonb ->> j.id::text)::int
+        AND j.status = 'running' AND j.locked_by = $3`,
         "id",
         "done",
       ),
@@ -110,24 +119,24 @@ function build(s: string, channel: string): Queries {
      * fail — records failed attempts: back to ready after the given delay, or dead when
      * the error is permanent or attempts are used up. Keeps last_error and appends to the
      * errors history (the last 25 kept).
-     * $1 id bigint[], $2 attempt int[], $3 error text[], $4 delay_ms float8[],
-     * $5 permanent bool[], $6 worker id; rows: id, status
+     * $1 id bigint[], $2 {id: [attempt, delay_ms, permanent, error]} (JSON, see byId),
+     * $3 worker id; rows: id, status
      */
     fail: statement(
       counted(
         s,
         "",
         `UPDATE ${jobs} j
-      SET status = CASE WHEN f.permanent OR j.attempts >= j.max_attempts THEN 'dead' ELSE 'ready' END,
-          run_at = CASE WHEN f.permanent OR j.attempts >= j.max_attempts THEN j.run_at
-                        ELSE now() + f.delay_ms * interval '1 millisecond' END,
-          finished_at = CASE WHEN f.permanent OR j.attempts >= j.max_attempts THEN now() END,
-          last_error = f.error,
+      SET status = CASE WHEN ${permanent} OR j.attempts >= j.max_attempts THEN 'dead' ELSE 'ready' END,
+          run_at = CASE WHEN ${permanent} OR j.attempts >= j.max_attempts THEN j.run_at
+                        ELSE now() + ${delayMs} * interval '1 millisecond' END,
+          finished_at = CASE WHEN ${permanent} OR j.attempts >= j.max_attempts THEN now() END,
+          last_error = ${error},
           errors = (CASE WHEN jsonb_array_length(j.errors) >= 25 THEN j.errors - 0 ELSE j.errors END)
-                   || jsonb_build_array(jsonb_build_object('attempt', j.attempts, 'at', now(), 'error', f.error)),
+                   || jsonb_build_array(jsonb_build_object('attempt', j.attempts, 'at', now(), 'error', ${error})),
           locked_until = NULL, locked_by = NULL
-      FROM unnest($1::bigint[], $2::int[], $3::text[], $4::float8[], $5::bool[]) AS f(id, attempt, error, delay_ms, permanent)
-      WHERE j.id = f.id AND j.attempts = f.attempt AND j.status = 'running' AND j.locked_by = $6`,
+      WHERE j.id = ANY($1::bigint[]) AND j.attempts = ${attempt}
+        AND j.status = 'running' AND j.locked_by = $3`,
         "id, status",
         "failure",
       ),
@@ -135,28 +144,29 @@ function build(s: string, channel: string): Queries {
 
     /*
      * release — gives jobs back without spending an attempt (shutdown, or claimed but
-     * never started, or snoozed). $1 id bigint[], $2 attempt int[], $3 worker id,
-     * $4 delay_ms float8[] (0 keeps run_at); rows: id
+     * never started, or snoozed). $1 id bigint[], $2 {id: [attempt, delay_ms]} (JSON,
+     * see byId; a delay of 0 keeps run_at), $3 worker id; rows: id
      */
     release: statement(`
       UPDATE ${jobs} j
       SET status = 'ready', attempts = j.attempts - 1, locked_until = NULL, locked_by = NULL,
-          run_at = CASE WHEN r.delay_ms > 0 THEN now() + r.delay_ms * interval '1 millisecond' ELSE j.run_at END
-      FROM unnest($1::bigint[], $2::int[], $4::float8[]) AS r(id, attempt, delay_ms)
-      WHERE j.id = r.id AND j.attempts = r.attempt AND j.status = 'running' AND j.locked_by = $3
+          run_at = CASE WHEN ($2::jsonb -> j.id::text ->> 1)::float8 > 0
+                        THEN now() + ($2::jsonb -> j.id::text ->> 1)::float8 * interval '1 millisecond' ELSE j.run_at END
+      WHERE j.id = ANY($1::bigint[]) AND j.attempts = ($2::jsonb -> j.id::text ->> 0)::int
+        AND j.status = 'running' AND j.locked_by = $3
       RETURNING j.id`),
 
     /*
      * heartbeat — extends the leases of this worker's jobs; a job missing from the result
      * was lost (rescued, retried elsewhere or deleted) and its handler must stop.
-     * $1 id bigint[], $2 attempt int[], $3 worker id, $4 kind → lease ms (JSON), $5 default
-     * lease ms; rows: id, attempts
+     * $1 id bigint[], $2 {id: attempt} (JSON, see byId), $3 worker id, $4 kind → lease
+     * ms (JSON), $5 default lease ms; rows: id, attempts
      */
     heartbeat: statement(`
       UPDATE ${jobs} j
       SET locked_until = now() + coalesce(($4::jsonb ->> j.kind)::float8, $5::float8) * interval '1 millisecond'
-      FROM unnest($1::bigint[], $2::int[]) AS h(id, attempt)
-      WHERE j.id = h.id AND j.attempts = h.attempt AND j.status = 'running' AND j.locked_by = $3
+      WHERE j.id = ANY($1::bigint[]) AND j.attempts = ($2::jsonb ->> j.id::text)::int
+        AND j.status = 'running' AND j.locked_by = $3
       RETURNING j.id, j.attempts`),
 
     /*
@@ -227,6 +237,23 @@ function build(s: string, channel: string): Queries {
         AND ($2::text IS NULL OR j.kind = $2)
       RETURNING j.id`),
   };
+}
+
+/**
+ * The per-job values of a batch statement, keyed by job id, as one JSON object: the
+ * batch statements (complete, fail, release, heartbeat) find their rows with
+ * `id = ANY($1)` on the primary key and look each row's values up here.
+ *
+ * They used to join `unnest($ids, $attempts, …)` to the table, and that join's plan
+ * depended on the statistics: when they said no job was running, the planner expected
+ * one row from the table and rescanned the unnested list for every running row — a
+ * million comparisons for a 1,000-job batch (250–400 ms instead of 20). A key lookup
+ * in a JSON object costs the same whatever the plan.
+ */
+export function byId<T>(ids: readonly string[], values: readonly T[]): string {
+  const object: Record<string, T> = {};
+  for (let i = 0; i < ids.length; i++) object[ids[i]!] = values[i]!;
+  return JSON.stringify(object);
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { Driver } from "../driver/types.js";
-import type { Queries } from "../sql/queries.js";
+import { type Queries, byId } from "../sql/queries.js";
 import type { ClaimedJob, Outcome } from "./executor.js";
 
 interface Pending {
@@ -123,13 +123,17 @@ export class Completer {
     const entries = groups;
     const results = await Promise.allSettled(
       entries.map(([type, items]) => {
-        if (type === "done") return this.#driver.run<{ id: string }>(this.#queries.complete, [ids(items), attempts(items), w]);
+        const id = ids(items);
+        if (type === "done") return this.#driver.run<{ id: string }>(this.#queries.complete, [id, byId(id, attempts(items)), w]);
         if (type === "failed") {
-          const f = items.map((p) => p.outcome as Extract<Outcome, { type: "failed" }>);
-          return this.#driver.run<{ id: string }>(this.#queries.fail, [ids(items), attempts(items), f.map((o) => o.error), f.map((o) => o.delayMs), f.map((o) => o.permanent), w]);
+          const values = items.map((p) => {
+            const o = p.outcome as Extract<Outcome, { type: "failed" }>;
+            return [p.job.attempt, o.delayMs, o.permanent, o.error] as const;
+          });
+          return this.#driver.run<{ id: string }>(this.#queries.fail, [id, byId(id, values), w]);
         }
-        const delays = items.map((p) => (p.outcome.type === "snoozed" ? p.outcome.delayMs : 0));
-        return this.#driver.run<{ id: string }>(this.#queries.release, [ids(items), attempts(items), w, delays]);
+        const values = items.map((p) => [p.job.attempt, p.outcome.type === "snoozed" ? p.outcome.delayMs : 0] as const);
+        return this.#driver.run<{ id: string }>(this.#queries.release, [id, byId(id, values), w]);
       }),
     );
     const unwritten: Pending[] = [];
