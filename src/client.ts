@@ -170,47 +170,53 @@ export class Errand {
   async #enqueueMany(specs: readonly JobSpec[], options: { readonly db?: SqlClient | undefined }): Promise<EnqueueResult[]> {
     if (!Array.isArray(specs)) throw new ValidationError("jobs", "must be an array");
     if (specs.length === 0) return [];
-    const columns = this.#columns(specs);
+    const { json, dedupeKeys } = this.#rows(specs);
     const db = options.db as Queryable | undefined;
     const run = <Row>(text: { name: string; text: string }, params: readonly unknown[]) =>
       db ? db.query<Row>(text.text, params) : this.driver.run<Row>(text, params);
-    const { rows } = await run<{ ord: string; id: string | null; duplicate: boolean }>(this.#queries.enqueue, columns);
-    const results = rows.map((row) => ({ id: row.id === null ? null : String(row.id), duplicate: row.duplicate }));
-    const missing = results.flatMap((result, i) => (result.id === null ? [columns[6][i]!] : []));
+    const { rows } = await run<{ ids: (string | number | null)[]; duplicates: boolean[] }>(this.#queries.enqueue, [json]);
+    const { ids, duplicates } = rows[0]!;
+    const results = ids.map((id, i) => ({ id: id === null ? null : String(id), duplicate: duplicates[i]! }));
+    const missing = results.flatMap((result, i) => (result.id === null ? [dedupeKeys[i]!] : []));
     if (missing.length > 0) {
       // The conflicting job committed after this statement's snapshot: look again.
       const found = await run<{ id: string; dedupe_key: string }>(this.#queries.findByDedupeKeys, [missing]);
       const byKey = new Map(found.rows.map((row) => [row.dedupe_key, String(row.id)]));
       results.forEach((result, i) => {
-        if (result.id === null) result.id = byKey.get(columns[6][i]!) ?? null;
+        if (result.id === null) result.id = byKey.get(dedupeKeys[i]!) ?? null;
       });
     }
     return results.map((result, i) => {
-      if (result.id === null) throw new ErrandError("dedupe_race", `job with dedupe key '${columns[6][i]}' was neither inserted nor found (deleted concurrently?)`);
+      if (result.id === null) throw new ErrandError("dedupe_race", `job with dedupe key '${dedupeKeys[i]}' was neither inserted nor found (deleted concurrently?)`);
       return { id: result.id, duplicate: result.duplicate };
     });
   }
 
-  #columns(specs: readonly JobSpec[]) {
-    const kinds: string[] = [], payloads: string[] = [], runAts: (string | null)[] = [], delays: (number | null)[] = [];
-    const maxAttempts: number[] = [], priorities: number[] = [], dedupeKeys: (string | null)[] = [], retries: (string | null)[] = [];
+  /**
+   * Validates the specs (the error names the field) and writes them as the enqueue
+   * statement's JSON array. Payloads are serialised once, here, and spliced in as text.
+   */
+  #rows(specs: readonly JobSpec[]): { json: string; dedupeKeys: (string | null)[] } {
+    const entries: string[] = [];
+    const dedupeKeys: (string | null)[] = [];
     specs.forEach((spec, i) => {
       const field = specs.length === 1 ? "" : `jobs[${i}].`;
       checkKeys(spec, specs.length === 1 ? "" : `jobs[${i}]`, ["kind", "payload", "runAt", "delay", "maxAttempts", "priority", "dedupeKey", "retry"]);
       if (typeof spec.kind !== "string" || spec.kind.length === 0 || spec.kind.length > 200) throw new ValidationError(`${field}kind`, "must be a non-empty string of at most 200 characters");
       const kind = this.kinds.get(spec.kind);
-      kinds.push(spec.kind);
-      payloads.push(serialisePayload(spec.payload === undefined ? {} : spec.payload, this.#maxPayloadBytes, `${field}payload`));
+      const payload = serialisePayload(spec.payload === undefined ? {} : spec.payload, this.#maxPayloadBytes, `${field}payload`);
       if (spec.runAt !== undefined && spec.delay !== undefined) throw new ValidationError(`${field}runAt`, "give runAt or delay, not both");
-      runAts.push(spec.runAt === undefined ? null : checkDate(spec.runAt, `${field}runAt`));
-      delays.push(spec.delay === undefined ? null : nonNegativeMs(spec.delay, `${field}delay`));
-      maxAttempts.push(spec.maxAttempts === undefined ? (kind?.maxAttempts ?? defaultMaxAttempts) : checkMaxAttempts(spec.maxAttempts, `${field}maxAttempts`));
-      priorities.push(spec.priority === undefined ? (kind?.priority ?? 0) : integer(spec.priority, `${field}priority`));
+      const runAt = spec.runAt === undefined ? null : checkDate(spec.runAt, `${field}runAt`);
+      const delay = spec.delay === undefined ? null : nonNegativeMs(spec.delay, `${field}delay`);
+      const maxAttempts = spec.maxAttempts === undefined ? (kind?.maxAttempts ?? defaultMaxAttempts) : checkMaxAttempts(spec.maxAttempts, `${field}maxAttempts`);
+      const priority = spec.priority === undefined ? (kind?.priority ?? 0) : integer(spec.priority, `${field}priority`);
       if (spec.dedupeKey !== undefined && (typeof spec.dedupeKey !== "string" || spec.dedupeKey.length === 0)) throw new ValidationError(`${field}dedupeKey`, "must be a non-empty string");
-      dedupeKeys.push(spec.dedupeKey ?? null);
-      retries.push(spec.retry === undefined ? null : JSON.stringify(resolveRetryPolicy(spec.retry, `${field}retry`, kind?.retry ?? defaultRetryPolicy)));
+      const dedupeKey = spec.dedupeKey ?? null;
+      const retry = spec.retry === undefined ? null : JSON.stringify(resolveRetryPolicy(spec.retry, `${field}retry`, kind?.retry ?? defaultRetryPolicy));
+      dedupeKeys.push(dedupeKey);
+      entries.push(`[${JSON.stringify(spec.kind)},${payload},${JSON.stringify(runAt)},${JSON.stringify(delay)},${maxAttempts},${priority},${JSON.stringify(dedupeKey)},${retry ?? "null"}]`);
     });
-    return [kinds, payloads, runAts, delays, maxAttempts, priorities, dedupeKeys, retries] as const;
+    return { json: `[${entries.join(",")}]`, dedupeKeys };
   }
 
   /** One job by id, or `null`. */

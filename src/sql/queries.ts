@@ -35,34 +35,40 @@ function build(s: string, channel: string): Queries {
      * can be matched to its job; a row whose dedupe_key exists is not inserted
      * (ON CONFLICT DO NOTHING) and returns the existing id when this snapshot sees it
      * (else null: the caller looks it up again, see findByDedupeKeys). The sequence is
-     * looked up once per statement, and a row without a dedupe key (it cannot conflict)
-     * takes its drawn id without a join: the common case costs one pass over the input.
-     * $1 kind text[], $2 payload text[] (JSON), $3 run_at timestamptz[] (null = now),
-     * $4 delay_ms float8[] (null = 0), $5 max_attempts int[], $6 priority int[],
-     * $7 dedupe_key text[], $8 retry text[] (JSON or null)
-     * rows: ord, id (string|null), duplicate
+     * looked up once per statement. Rows without a dedupe key (they cannot conflict) go
+     * in by a plain INSERT: ON CONFLICT makes every row a speculative insertion, ~10 %
+     * of a bulk enqueue. The jobs arrive as one JSON array (one value to send and to
+     * parse; payloads stay jsonb, not re-parsed from text):
+     * $1 [[kind, payload, run_at (ISO text | null = now), delay_ms (| null = 0),
+     *      max_attempts, priority, dedupe_key | null, retry policy | null], …]
+     * one row: ids (in input order; null where a duplicate's job was not visible), duplicates
+     * (one row of two arrays: 1,000 rows cost the client more to read than the insert)
      */
     enqueue: statement(`
       WITH input AS (
-        SELECT nextval((SELECT pg_get_serial_sequence('${jobs}', 'id')::regclass)) AS id, t.*
-        FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::float8[], $5::int[], $6::int[], $7::text[], $8::text[])
-          WITH ORDINALITY AS t(kind, payload, run_at, delay_ms, max_attempts, priority, dedupe_key, retry, ord)
+        SELECT nextval((SELECT pg_get_serial_sequence('${jobs}', 'id')::regclass)) AS id, t.ord,
+               t.e ->> 0 AS kind, t.e -> 1 AS payload,
+               coalesce((t.e ->> 2)::timestamptz, now() + coalesce((t.e ->> 3)::float8, 0) * interval '1 millisecond') AS run_at,
+               (t.e ->> 4)::int AS max_attempts, (t.e ->> 5)::int AS priority,
+               t.e ->> 6 AS dedupe_key, nullif(t.e -> 7, 'null') AS retry
+        FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS t(e, ord)
+      ), plain AS (
+        INSERT INTO ${jobs} (id, kind, payload, run_at, max_attempts, priority, retry)
+        SELECT id, kind, payload, run_at, max_attempts, priority, retry
+        FROM input WHERE dedupe_key IS NULL ORDER BY ord
       ), inserted AS (
         INSERT INTO ${jobs} (id, kind, payload, run_at, max_attempts, priority, dedupe_key, retry)
-        SELECT id, kind, payload::jsonb,
-               coalesce(run_at, now() + coalesce(delay_ms, 0) * interval '1 millisecond'),
-               max_attempts, priority, dedupe_key, retry::jsonb
-        FROM input ORDER BY ord
+        SELECT id, kind, payload, run_at, max_attempts, priority, dedupe_key, retry
+        FROM input WHERE dedupe_key IS NOT NULL ORDER BY ord
         ON CONFLICT (dedupe_key) DO NOTHING
         RETURNING id, dedupe_key
       )
-      SELECT input.ord,
-             CASE WHEN input.dedupe_key IS NULL OR input.id IN (SELECT id FROM inserted) THEN input.id
-                  ELSE coalesce((SELECT i.id FROM inserted i WHERE i.dedupe_key = input.dedupe_key),
-                                (SELECT j.id FROM ${jobs} j WHERE j.dedupe_key = input.dedupe_key)) END AS id,
-             input.dedupe_key IS NOT NULL AND input.id NOT IN (SELECT id FROM inserted) AS duplicate
-      FROM input
-      ORDER BY input.ord`),
+      SELECT array_agg(CASE WHEN input.dedupe_key IS NULL OR input.id IN (SELECT id FROM inserted) THEN input.id
+                            ELSE coalesce((SELECT i.id FROM inserted i WHERE i.dedupe_key = input.dedupe_key),
+                                          (SELECT j.id FROM ${jobs} j WHERE j.dedupe_key = input.dedupe_key)) END
+                       ORDER BY input.ord) AS ids,
+             array_agg(input.dedupe_key IS NOT NULL AND input.id NOT IN (SELECT id FROM inserted) ORDER BY input.ord) AS duplicates
+      FROM input`),
 
     /* findByDedupeKeys — $1 text[]; rows: id, dedupe_key */
     findByDedupeKeys: statement(`SELECT id, dedupe_key FROM ${jobs} WHERE dedupe_key = ANY($1::text[])`),
