@@ -199,6 +199,7 @@ export class Errand {
   #rows(specs: readonly JobSpec[]): { json: string; dedupeKeys: (string | null)[] } {
     const entries: string[] = [];
     const dedupeKeys: (string | null)[] = [];
+    const kindsJson = new Map<string, string>();
     specs.forEach((spec, i) => {
       const field = specs.length === 1 ? "" : `jobs[${i}].`;
       checkKeys(spec, specs.length === 1 ? "" : `jobs[${i}]`, ["kind", "payload", "runAt", "delay", "maxAttempts", "priority", "dedupeKey", "retry"]);
@@ -214,7 +215,11 @@ export class Errand {
       const dedupeKey = spec.dedupeKey ?? null;
       const retry = spec.retry === undefined ? null : JSON.stringify(resolveRetryPolicy(spec.retry, `${field}retry`, kind?.retry ?? defaultRetryPolicy));
       dedupeKeys.push(dedupeKey);
-      entries.push(`[${JSON.stringify(spec.kind)},${payload},${JSON.stringify(runAt)},${JSON.stringify(delay)},${maxAttempts},${priority},${JSON.stringify(dedupeKey)},${retry ?? "null"}]`);
+      let kindJson = kindsJson.get(spec.kind);
+      if (kindJson === undefined) kindsJson.set(spec.kind, (kindJson = JSON.stringify(spec.kind)));
+      entries.push(
+        `[${kindJson},${payload},${runAt === null ? "null" : JSON.stringify(runAt)},${delay ?? "null"},${maxAttempts},${priority},${dedupeKey === null ? "null" : JSON.stringify(dedupeKey)},${retry ?? "null"}]`,
+      );
     });
     return { json: `[${entries.join(",")}]`, dedupeKeys };
   }

@@ -12,13 +12,46 @@ export const defaultMaxPayloadBytes = 256 * 1024;
  * cycles, `\u0000`) and anything over `maxBytes`. The error names the offending path.
  */
 export function serialisePayload(value: unknown, maxBytes: number, field = "payload"): string {
-  checkJson(value, field, new Set());
+  // The common payload passes the quick check; only a suspect one is walked again with
+  // paths and cycle detection, to name what is wrong.
+  if (!isPlainJson(value, 0)) checkJson(value, field, new Set());
   const text = JSON.stringify(value);
   const bytes = Buffer.byteLength(text, "utf8");
   if (bytes > maxBytes) {
     throw new ValidationError(field, `is ${bytes} bytes of JSON, over the limit of ${maxBytes}; enqueue identifiers, not objects (load the record inside the job)`);
   }
   return text;
+}
+
+/**
+ * True when `value` is certainly plain JSON: no path strings, no set of seen objects.
+ * False for anything doubtful, including nesting deeper than 64 (perhaps a cycle).
+ */
+function isPlainJson(value: unknown, depth: number): boolean {
+  switch (typeof value) {
+    case "string":
+      return !value.includes("\u0000");
+    case "boolean":
+      return true;
+    case "number":
+      return Number.isFinite(value);
+    case "object": {
+      if (value === null) return true;
+      if (depth > 64) return false;
+      if (Array.isArray(value)) {
+        for (const item of value as unknown[]) if (!isPlainJson(item, depth + 1)) return false;
+        return true;
+      }
+      const proto: unknown = Object.getPrototypeOf(value);
+      if (proto !== Object.prototype && proto !== null) return false;
+      for (const key in value) {
+        if (!Object.hasOwn(value, key) || !isPlainJson((value as Record<string, unknown>)[key], depth + 1)) return false;
+      }
+      return true;
+    }
+    default:
+      return false;
+  }
 }
 
 function checkJson(value: unknown, path: string, seen: Set<object>): void {

@@ -156,9 +156,10 @@ export class Completer {
 
 /**
  * Most outcomes written by one statement. A backlog (outcomes that piled up during a slow
- * write) is split into several statements that run side by side, so no single write grows
- * without bound: one 10,000-row update was measured ~8× slower per row than 1,000-row ones
- * (the plan, and the per-statement triggers' joins over their transition tables, are not linear).
+ * write) is split into several statements that run side by side, so no single write holds
+ * its row locks (and delays heartbeats and other workers' rescues) for long. (A 10,000-row
+ * update was once measured ~8× slower per row than 1,000-row ones: the statements joined
+ * `unnest(...)` and their plan could turn quadratic — see `byId` in src/sql/queries.ts.)
  */
 export const maxRowsPerWrite = 1000;
 
