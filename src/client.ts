@@ -174,6 +174,10 @@ export class Errand {
     const db = options.db as Queryable | undefined;
     const run = <Row>(text: { name: string; text: string }, params: readonly unknown[]) =>
       db ? db.query<Row>(text.text, params) : this.driver.run<Row>(text, params);
+    if (dedupeKeys.every((key) => key === null)) {
+      const { rows } = await run<{ ids: (string | number)[] }>(this.#queries.enqueuePlain, [json]);
+      return rows[0]!.ids.map((id) => ({ id: String(id), duplicate: false }));
+    }
     const { rows } = await run<{ ids: (string | number | null)[]; duplicates: boolean[] }>(this.#queries.enqueue, [json]);
     const { ids, duplicates } = rows[0]!;
     const results = ids.map((id, i) => ({ id: id === null ? null : String(id), duplicate: duplicates[i]! }));

@@ -77,6 +77,23 @@ ON CONFLICT (dedupe_key) DO NOTHING`);
     expect(rows.map((r) => r.id)).toEqual(results.slice(0, 1000).map((r) => r.id));
   });
 
+  it("returns each job's own id when batches without dedupe keys run side by side", async () => {
+    // Four batches at once: on PostgreSQL their ids interleave; each result must still
+    // be the id of the job made from the spec at that position.
+    const batches = await Promise.all(
+      [0, 1, 2, 3].map((b) => t.errand.enqueueMany(Array.from({ length: 400 }, (_, i) => ({ kind: "k", payload: { b, i } })))),
+    );
+    const rows = await t.sql<{ id: string; payload: { b: number; i: number } }>(`SELECT id::text, payload FROM ${t.schema}.jobs`);
+    const byId = new Map(rows.map((r) => [r.id, r.payload]));
+    expect(rows).toHaveLength(1600);
+    batches.forEach((results, b) =>
+      results.forEach((result, i) => {
+        expect(result.duplicate).toBe(false);
+        expect(byId.get(result.id)).toEqual({ b, i });
+      }),
+    );
+  });
+
   it("sets run_at from delay, runAt, priority and max attempts", async () => {
     const at = new Date(Date.now() + 3_600_000);
     const a = await t.errand.enqueue("k", {}, { delay: 60_000, priority: 5, maxAttempts: 3 });

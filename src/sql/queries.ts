@@ -4,6 +4,7 @@ import { channelFor, memoisePerSchema, qualified, statement } from "./schema.js"
 /** Every statement errand runs, for one schema. Built once per client. */
 export interface Queries {
   readonly enqueue: Statement;
+  readonly enqueuePlain: Statement;
   readonly findByDedupeKeys: Statement;
   readonly claim: Statement;
   readonly complete: Statement;
@@ -69,6 +70,24 @@ function build(s: string, channel: string): Queries {
                        ORDER BY input.ord) AS ids,
              array_agg(input.dedupe_key IS NOT NULL AND input.id NOT IN (SELECT id FROM inserted) ORDER BY input.ord) AS duplicates
       FROM input`),
+
+    /*
+     * enqueuePlain — enqueue for a batch with no dedupe key (the common case): nothing can
+     * conflict, so no ordinals, no drawn ids, no second pass. The identity assigns ids as
+     * rows arrive from the single function scan, i.e. in input order, so the ids sorted
+     * are the jobs in input order even when other sessions draw ids in between.
+     * $1 as enqueue's (dedupe_key always null); one row: ids
+     */
+    enqueuePlain: statement(`
+      WITH inserted AS (
+        INSERT INTO ${jobs} (kind, payload, run_at, max_attempts, priority, retry)
+        SELECT e ->> 0, e -> 1,
+               coalesce((e ->> 2)::timestamptz, now() + coalesce((e ->> 3)::float8, 0) * interval '1 millisecond'),
+               (e ->> 4)::int, (e ->> 5)::int, nullif(e -> 7, 'null')
+        FROM jsonb_array_elements($1::jsonb) AS e
+        RETURNING id
+      )
+      SELECT array_agg(id ORDER BY id) AS ids FROM inserted`),
 
     /* findByDedupeKeys — $1 text[]; rows: id, dedupe_key */
     findByDedupeKeys: statement(`SELECT id, dedupe_key FROM ${jobs} WHERE dedupe_key = ANY($1::text[])`),
