@@ -15,7 +15,7 @@ describe("serialisePayload", () => {
     expect(() => serialisePayload({ s: "x\u0000" }, 1000)).toThrow(/payload\.s: contains a \\u0000/);
     const ring: Record<string, unknown> = {};
     let node = ring;
-    for (let i = 0; i < 100; i++) node = (node.next = {}) as Record<string, unknown>;
+    for (let i = 0; i < 100; i++) node = node.next = {};
     node.back = ring;
     expect(() => serialisePayload(ring, 1 << 20)).toThrow(/is a circular reference/);
   });
