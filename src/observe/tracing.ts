@@ -1,4 +1,4 @@
-import { type Attributes, type Span, SpanKind, SpanStatusCode, context, isSpanContextValid, trace } from "@opentelemetry/api";
+import { type Attributes, INVALID_TRACEID, type Span, SpanKind, SpanStatusCode, context, trace } from "@opentelemetry/api";
 
 /**
  * OpenTelemetry spans through `@opentelemetry/api` only: with no SDK registered these
@@ -17,25 +17,36 @@ export function traceEnqueue<T>(specs: readonly { readonly kind: string }[], fn:
   return inSpan(kind ? `send ${kind}` : "send", SpanKind.PRODUCER, attributes, fn);
 }
 
-/** Runs a job's handler inside a `process <kind>` consumer span; a throw marks the span as an error. */
-export function traceRun<T>(job: { readonly id: string; readonly kind: string; readonly attempt: number; readonly maxAttempts: number }, fn: () => T | PromiseLike<T>): Promise<Awaited<T>> {
-  return inSpan(`process ${job.kind}`, SpanKind.CONSUMER, {
-    "messaging.system": "errand",
-    "messaging.operation.type": "process",
-    "messaging.destination.name": job.kind,
-    "messaging.message.id": job.id,
-    "errand.job.attempt": job.attempt,
-    "errand.job.max_attempts": job.maxAttempts,
-  }, fn);
+/**
+ * Runs a job's handler inside a `process <kind>` consumer span; a throw marks the span as
+ * an error. With no SDK registered the span is a no-op without a trace id: there is
+ * nothing to hand to the handler's own spans, so the handler is called directly (no
+ * context, no extra promise per job). A sampled-out span still has a trace id and is
+ * passed on, as its children need it.
+ */
+export function traceRun<T>(job: { readonly id: string; readonly kind: string; readonly attempt: number; readonly maxAttempts: number }, fn: () => T | PromiseLike<T>): T | PromiseLike<T> {
+  const span = tracer().startSpan(`process ${job.kind}`, {
+    kind: SpanKind.CONSUMER,
+    attributes: {
+      "messaging.system": "errand",
+      "messaging.operation.type": "process",
+      "messaging.destination.name": job.kind,
+      "messaging.message.id": job.id,
+      "errand.job.attempt": job.attempt,
+      "errand.job.max_attempts": job.maxAttempts,
+    },
+  });
+  if (!span.isRecording() && span.spanContext().traceId === INVALID_TRACEID) return fn();
+  return within(span, fn);
 }
 
-async function inSpan<T>(name: string, kind: SpanKind, attributes: Attributes, fn: () => T | PromiseLike<T>): Promise<Awaited<T>> {
-  const span: Span = tracer().startSpan(name, { kind, attributes });
+function inSpan<T>(name: string, kind: SpanKind, attributes: Attributes, fn: () => T | PromiseLike<T>): Promise<Awaited<T>> {
+  return within(tracer().startSpan(name, { kind, attributes }), fn);
+}
+
+async function within<T>(span: Span, fn: () => T | PromiseLike<T>): Promise<Awaited<T>> {
   try {
-    // With no SDK registered the span is a no-op with no trace id: there is nothing to
-    // hand to the handler's own spans, so skip making a context per job. A span that
-    // was sampled out still has a trace id and is passed on, as its children need it.
-    const result = !span.isRecording() && !isSpanContextValid(span.spanContext()) ? await fn() : await context.with(trace.setSpan(context.active(), span), fn);
+    const result = await context.with(trace.setSpan(context.active(), span), fn);
     span.setStatus({ code: SpanStatusCode.OK });
     return result;
   } catch (error) {

@@ -24,6 +24,9 @@ export type Outcome =
   | { readonly type: "failed"; readonly error: string; readonly permanent: boolean; readonly delayMs: number }
   | { readonly type: "snoozed"; readonly delayMs: number };
 
+/** Every success is the same outcome: one object, not one per job. */
+const done: Outcome = Object.freeze({ type: "done" });
+
 /** Longest error text kept in `last_error` (message and stack). */
 export const maxErrorLength = 4000;
 
@@ -55,7 +58,7 @@ export async function execute(
     };
     const result = await traceRun(job, () => handler(job.payload, context));
     if (isSnooze(result)) return { type: "snoozed", delayMs: result.delayMs };
-    return { type: "done" };
+    return done;
   } catch (error) {
     return {
       type: "failed",
