@@ -38,6 +38,12 @@ describe("errand dashboard (CLI)", () => {
     expect(result.stderr).toContain("refusing to serve the dashboard on 0.0.0.0 without authentication");
   });
 
+  it("refuses a --trusted-origin that is not an origin, naming it", async () => {
+    const result = await errandCli(["dashboard", "--trusted-origin", "https://ops.example.com", "--trusted-origin", "ops.example.com/errand", ...db.flags]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("--trusted-origin[1]: must be an origin like https://ops.example.com");
+  });
+
   it("serves on 127.0.0.1, read-only, and exits 0 on SIGTERM", async () => {
     const run = startDashboard(["--read-only"]);
     const url = await run.url;

@@ -144,6 +144,23 @@ describe("dead-letter actions", () => {
     expect(await status(id)).toBe("dead");
   });
 
+  it("behind a proxy that rewrites Host, accepts actions from a trusted origin only", async () => {
+    const id = seeded.dead[0]!;
+    const proxied = { host: "127.0.0.1:4000", origin: "https://ops.example.com" };
+    const plain = dashboardSession(createDashboard(t.errand));
+    const refused = await plain.post("/dead/retry", [["_csrf", plain.token((await plain.get("/dead")).text)], ["id", id], ["confirm", "yes"]], proxied);
+    expect(refused.status).toBe(403);
+    expect(await status(id)).toBe("dead");
+    const s = dashboardSession(createDashboard(t.errand, { trustedOrigins: ["https://ops.example.com"] }));
+    const token = s.token((await s.get("/dead")).text);
+    const other = await s.post("/dead/retry", [["_csrf", token], ["id", id], ["confirm", "yes"]], { ...proxied, origin: "https://evil.example" });
+    expect(other.status).toBe(403);
+    const accepted = await s.post("/dead/retry", [["_csrf", token], ["id", id], ["confirm", "yes"]], proxied);
+    expect(accepted.status).toBeLessThan(400);
+    expect(await status(id)).toBe("ready");
+    expect(() => createDashboard(t.errand, { trustedOrigins: ["ops.example.com"] })).toThrow(/trustedOrigins\[0\]/);
+  });
+
   it("read-only mode hides actions and refuses POSTs", async () => {
     const s = dashboardSession(createDashboard(t.errand, { readOnly: true }));
     const page = await s.get("/dead");

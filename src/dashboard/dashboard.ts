@@ -10,7 +10,7 @@ import type { Html } from "./html.js";
 import { type PageContext, messagePage } from "./layout.js";
 import { registerPages } from "./pages.js";
 import { registerSchedules } from "./schedule-routes.js";
-import { type DashboardAuth, CsrfTokens, authorized, checkAuth, sameOrigin } from "./security.js";
+import { type DashboardAuth, CsrfTokens, authorized, checkAuth, checkTrustedOrigins, sameOrigin } from "./security.js";
 
 /** How the dashboard behaves. */
 export interface DashboardOptions {
@@ -24,6 +24,12 @@ export interface DashboardOptions {
   readonly refreshSeconds?: number;
   /** Rows per page in job lists. Default 50. */
   readonly pageSize?: number;
+  /**
+   * Origins besides the request's own host whose forms may POST, for a reverse proxy that
+   * rewrites `Host` (the browser's `Origin` is then the public address, e.g.
+   * `["https://ops.example.com"]`). Default: none.
+   */
+  readonly trustedOrigins?: readonly string[];
 }
 
 /** Per-request values the routes share. */
@@ -35,7 +41,7 @@ export interface DashboardEnv {
 export interface DashboardDeps {
   readonly errand: Errand;
   readonly data: DashboardData;
-  readonly options: Required<Omit<DashboardOptions, "auth">>;
+  readonly options: Required<Omit<DashboardOptions, "auth" | "trustedOrigins">>;
   /** Sends a page with the right status. */
   send(c: Context<DashboardEnv>, body: Html, status?: 200 | 400 | 403 | 404 | 409 | 500): Response;
 }
@@ -64,6 +70,7 @@ export function createDashboard(errand: Errand, options: DashboardOptions = {}):
     refreshSeconds: positive(options.refreshSeconds ?? 5, "refreshSeconds", 3600),
     pageSize: positive(options.pageSize ?? 50, "pageSize", 1000),
   };
+  const trusted = checkTrustedOrigins(options.trustedOrigins ?? []);
   const csrf = new CsrfTokens();
   const app = new Hono<DashboardEnv>({ strict: false }).basePath(base || "/");
   const deps: DashboardDeps = {
@@ -93,7 +100,7 @@ export function createDashboard(errand: Errand, options: DashboardOptions = {}):
       const ctx = c.get("page");
       if (resolved.readOnly) return deps.send(c, messagePage(ctx, "Read-only", "This dashboard is read-only: actions are turned off."), 403);
       const headers = { origin: c.req.header("origin"), referer: c.req.header("referer"), host: c.req.header("host") ?? new URL(c.req.url).host, fetchSite: c.req.header("sec-fetch-site") };
-      if (!sameOrigin(headers)) return deps.send(c, messagePage(ctx, "Refused", "This request came from another site, so it was refused. Nothing was changed."), 403);
+      if (!sameOrigin(headers, trusted)) return deps.send(c, messagePage(ctx, "Refused", "This request came from another site, so it was refused. Nothing was changed."), 403);
       const body = await c.req.parseBody({ all: true });
       if (!csrf.verify(getCookie(c, cookieName), body._csrf)) {
         return deps.send(c, messagePage(ctx, "Refused", "The form's security token is missing or out of date (the dashboard may have restarted). Reload the page and try again. Nothing was changed."), 403);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { html, unsafeRaw } from "./html.js";
 import { duration } from "./layout.js";
-import { CsrfTokens, authFromEnv, authorized, sameOrigin } from "./security.js";
+import { CsrfTokens, authFromEnv, authorized, checkTrustedOrigins, sameOrigin } from "./security.js";
 
 describe("html", () => {
   it("escapes every interpolated string, including in attributes and lists", () => {
@@ -43,6 +43,23 @@ describe("origin check", () => {
     expect(sameOrigin({ origin: "null", host: "127.0.0.1:4000" })).toBe(false);
     expect(sameOrigin({ origin: "not a url", host: "127.0.0.1:4000" })).toBe(false);
     expect(sameOrigin({ host: "127.0.0.1:4000", fetchSite: "cross-site" })).toBe(false);
+  });
+
+  it("accepts a trusted origin whatever Host the proxy sent, and only that exact origin", () => {
+    const trusted = checkTrustedOrigins(["https://ops.example.com", "http://10.0.0.5:8080/"]);
+    expect(sameOrigin({ origin: "https://ops.example.com", host: "127.0.0.1:4000" }, trusted)).toBe(true);
+    expect(sameOrigin({ referer: "http://10.0.0.5:8080/dead?kind=x", host: "127.0.0.1:4000" }, trusted)).toBe(true);
+    expect(sameOrigin({ origin: "http://ops.example.com", host: "127.0.0.1:4000" }, trusted)).toBe(false);
+    expect(sameOrigin({ origin: "https://ops.example.com:8443", host: "127.0.0.1:4000" }, trusted)).toBe(false);
+    expect(sameOrigin({ origin: "https://evil.example", host: "127.0.0.1:4000" }, trusted)).toBe(false);
+  });
+
+  it("refuses a trusted origin that is not a bare http(s) origin, naming its position", () => {
+    expect(() => checkTrustedOrigins(["https://ops.example.com/errand"])).toThrow(/trustedOrigins\[0\]: must be an origin/);
+    expect(() => checkTrustedOrigins(["https://a.example", "ops.example.com"])).toThrow(/trustedOrigins\[1\]/);
+    expect(() => checkTrustedOrigins(["ftp://a.example"])).toThrow(/trustedOrigins\[0\]/);
+    expect(() => checkTrustedOrigins([42])).toThrow(/trustedOrigins\[0\]/);
+    expect(() => checkTrustedOrigins("https://a.example")).toThrow(/trustedOrigins: must be an array/);
   });
 });
 

@@ -85,17 +85,45 @@ export class CsrfTokens {
 }
 
 /**
- * A POST's origin is acceptable when neither `Origin` nor `Referer` names another host,
- * and the browser does not flag it cross-site.
+ * A POST's origin is acceptable when neither `Origin` nor `Referer` names another host
+ * than the request's `Host` — or names one of `trusted` (exact origins, for a proxy that
+ * rewrites `Host`) — and the browser does not flag it cross-site.
  */
-export function sameOrigin(headers: { origin?: string | undefined; referer?: string | undefined; host?: string | undefined; fetchSite?: string | undefined }): boolean {
-  if (headers.fetchSite === "cross-site") return false;
+export function sameOrigin(
+  headers: { origin?: string | undefined; referer?: string | undefined; host?: string | undefined; fetchSite?: string | undefined },
+  trusted: ReadonlySet<string> = new Set(),
+): boolean {
   const source = headers.origin ?? headers.referer;
-  if (source === undefined) return true;
   if (source === "null") return false;
+  let url: URL | undefined;
   try {
-    return new URL(source).host === headers.host;
+    url = source === undefined ? undefined : new URL(source);
   } catch {
     return false;
   }
+  if (url && trusted.has(url.origin)) return true;
+  if (headers.fetchSite === "cross-site") return false;
+  return url === undefined || url.host === headers.host;
+}
+
+/**
+ * Validates the origins a dashboard behind a proxy accepts POSTs from: each must be a
+ * bare origin such as `https://ops.example.com` or `http://10.0.0.5:8080` (no path).
+ */
+export function checkTrustedOrigins(value: unknown, field = "trustedOrigins"): Set<string> {
+  if (!Array.isArray(value)) throw new ValidationError(field, "must be an array of origins such as https://ops.example.com");
+  return new Set(
+    value.map((item: unknown, i) => {
+      let url: URL | undefined;
+      try {
+        url = typeof item === "string" ? new URL(item) : undefined;
+      } catch {
+        url = undefined;
+      }
+      if (typeof item !== "string" || !url || !["http:", "https:"].includes(url.protocol) || url.origin !== item.replace(/\/$/, "")) {
+        throw new ValidationError(`${field}[${i}]`, `must be an origin like https://ops.example.com (scheme, host and port only), not ${JSON.stringify(item)}`);
+      }
+      return url.origin;
+    }),
+  );
 }
