@@ -1,6 +1,6 @@
 import type { Errand } from "../client.js";
 import { nonNegativeMs } from "../options.js";
-import { testingQueriesFor } from "./queries.js";
+import { testingQueriesFor } from "../sql/testing.js";
 
 /**
  * Moves time forward for the queue: every `ready` job that is not yet due (a retry

@@ -4,7 +4,7 @@ import { checkKeys } from "../options.js";
 import type { Json } from "../payload.js";
 import type { Handlers } from "../worker/handlers.js";
 import type { WorkerEvent } from "../worker/worker.js";
-import { testingQueriesFor } from "./queries.js";
+import { testingQueriesFor } from "../sql/testing.js";
 
 /** Options for {@link drain}. */
 export interface DrainOptions {

@@ -3,7 +3,7 @@ import { ValidationError } from "../errors.js";
 import { type Job, type JobRow, type JobStatus, toJob } from "../job.js";
 import { checkKeys } from "../options.js";
 import { type Json, serialisePayload } from "../payload.js";
-import { testingQueriesFor } from "./queries.js";
+import { testingQueriesFor } from "../sql/testing.js";
 
 /** Which jobs {@link enqueued} returns; every field left out matches all jobs. */
 export interface EnqueuedFilter {

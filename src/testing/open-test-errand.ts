@@ -9,7 +9,7 @@ import type { Driver } from "../driver/types.js";
 import { migrate } from "../migrations/migrate.js";
 import { checkKeys } from "../options.js";
 import { defaultSchema } from "../sql/schema.js";
-import { testingQueriesFor } from "./queries.js";
+import { testingQueriesFor } from "../sql/testing.js";
 
 /** Options for {@link openTestErrand}. */
 export interface TestErrandOptions {

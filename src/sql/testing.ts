@@ -1,10 +1,7 @@
 import type { Statement } from "../driver/types.js";
-import { memoisePerSchema, qualified, statement } from "../sql/schema.js";
+import { memoisePerSchema, qualified, statement } from "./schema.js";
 
-/**
- * The statements the testing helpers run, one set per schema. They live here rather
- * than in `src/sql/` because only `errand/testing` uses them.
- */
+/** The statements the `errand/testing` helpers run (and nothing else does), one set per schema. */
 export interface TestingQueries {
   readonly anyDue: Statement;
   readonly advance: Statement;
