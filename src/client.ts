@@ -118,10 +118,7 @@ export class Errand {
   /** Connects (or opens the embedded database), validates options and migrates. */
   static async open(options: ErrandOptions = {}): Promise<Errand> {
     checkKeys(options, "", ["connectionString", "db", "dataDir", "schema", "kinds", "maxPayloadBytes", "migrate", "poolSize", "onConnectionError"]);
-    const schema = checkSchemaName(options.schema ?? defaultSchema);
-    const kinds = resolveKinds(options.kinds);
-    const maxPayloadBytes = options.maxPayloadBytes ?? defaultMaxPayloadBytes;
-    if (!Number.isInteger(maxPayloadBytes) || maxPayloadBytes <= 0) throw new ValidationError("maxPayloadBytes", "must be a positive integer");
+    const { schema, kinds, maxPayloadBytes } = settings(options);
     const driver = await connect(options);
     const errand = new Errand(driver, schema, kinds, maxPayloadBytes);
     if (options.migrate !== false) {
@@ -137,7 +134,9 @@ export class Errand {
 
   /** Wraps an existing driver (adapters, tests). Does not migrate. */
   static fromDriver(driver: Driver, options: Omit<ErrandOptions, "connectionString" | "db" | "dataDir" | "migrate" | "poolSize"> = {}): Errand {
-    return new Errand(driver, checkSchemaName(options.schema ?? defaultSchema), resolveKinds(options.kinds), options.maxPayloadBytes ?? defaultMaxPayloadBytes);
+    checkKeys(options, "", ["schema", "kinds", "maxPayloadBytes", "onConnectionError"]);
+    const { schema, kinds, maxPayloadBytes } = settings(options);
+    return new Errand(driver, schema, kinds, maxPayloadBytes);
   }
 
   /** Applies pending migrations; returns the versions applied. */
@@ -324,6 +323,13 @@ async function connect(options: ErrandOptions): Promise<Driver> {
 
 function redact(url: string): string {
   return url.replace(/\/\/([^:@/]+):[^@/]*@/, "//$1:***@");
+}
+
+/** The options every Errand has, whichever way it was made, validated (the error names the field). */
+function settings(options: Pick<ErrandOptions, "schema" | "kinds" | "maxPayloadBytes">) {
+  const maxPayloadBytes = options.maxPayloadBytes ?? defaultMaxPayloadBytes;
+  if (!Number.isInteger(maxPayloadBytes) || maxPayloadBytes <= 0) throw new ValidationError("maxPayloadBytes", "must be a positive integer");
+  return { schema: checkSchemaName(options.schema ?? defaultSchema), kinds: resolveKinds(options.kinds), maxPayloadBytes };
 }
 
 function checkDate(value: unknown, field: string): string {

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ValidationError } from "../src/index.js";
+import { Errand, ValidationError } from "../src/index.js";
 import { type TestErrand, testErrand } from "./support/db.js";
 
 let t: TestErrand;
@@ -138,6 +138,13 @@ ON CONFLICT (dedupe_key) DO NOTHING`);
       expect((error as Error).message).toMatch(message);
       expect(await t.sql(`SELECT count(*)::int AS n FROM ${t.schema}.jobs`)).toEqual([{ n: 0 }]);
     });
+  });
+
+  it("validates Errand.fromDriver's options as Errand.open does", () => {
+    const driver = t.errand.driver;
+    expect(() => Errand.fromDriver(driver, { maxPayloadBytes: -1 })).toThrow(/maxPayloadBytes: must be a positive integer/);
+    expect(() => Errand.fromDriver(driver, { schema: "no such; schema" })).toThrow(/schema/);
+    expect(() => Errand.fromDriver(driver, { kind: {} } as never)).toThrow(/kind: unknown option — did you mean 'kinds'\?/);
   });
 
   it("honours a configured payload limit", async () => {

@@ -170,6 +170,7 @@ describe("errand/testing", () => {
     await errand.close();
     await expect(errand.getJob(id)).rejects.toThrow();
     await expect(openTestErrand({ kind: {} } as never)).rejects.toThrow(/kind: unknown option — did you mean 'kinds'\?/);
+    await expect(openTestErrand({ maxPayloadBytes: 0 })).rejects.toThrow(/maxPayloadBytes: must be a positive integer/);
   });
 
   it("openTestErrand({ db }) works in a throwaway schema on the given database and drops it on close", async () => {

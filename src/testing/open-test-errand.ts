@@ -43,9 +43,6 @@ export interface TestErrandOptions {
 export async function openTestErrand(options: TestErrandOptions = {}): Promise<Errand> {
   checkKeys(options, "", ["kinds", "maxPayloadBytes", "db"]);
   const { db, kinds, maxPayloadBytes } = options;
-  if (maxPayloadBytes !== undefined && (!Number.isInteger(maxPayloadBytes) || maxPayloadBytes <= 0)) {
-    throw new ValidationError("maxPayloadBytes", "must be a positive integer");
-  }
   let driver: Driver;
   let schema: string | undefined;
   if (db === undefined) {
@@ -54,11 +51,12 @@ export async function openTestErrand(options: TestErrandOptions = {}): Promise<E
     schema = `errand_test_${randomBytes(6).toString("hex")}`;
     driver = dropSchemaOnClose(sharedDriver(db), schema);
   }
-  const errand = Errand.fromDriver(driver, { schema, kinds, maxPayloadBytes });
+  let errand: Errand | undefined;
   try {
+    errand = Errand.fromDriver(driver, { schema, kinds, maxPayloadBytes }); // validates kinds and maxPayloadBytes
     await errand.migrate();
   } catch (error) {
-    await errand.close();
+    await (errand ?? driver).close();
     throw error;
   }
   return errand;
