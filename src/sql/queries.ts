@@ -25,6 +25,18 @@ export const queriesFor = memoisePerSchema((schema): Queries => build(qualified(
 const jobColumns = `j.id, j.kind, j.payload, j.status, j.priority, j.attempts, j.max_attempts, j.run_at,
   j.locked_until, j.locked_by, j.last_error, j.errors, j.retry, j.dedupe_key, j.created_at, j.started_at, j.finished_at`;
 
+/**
+ * The columns of one enqueued job, read from an element `e` of the enqueue statements'
+ * JSON array: [kind, payload, run_at (ISO text | null = now), delay_ms (| null = 0),
+ * max_attempts, priority, dedupe_key | null, retry | null] — written by `#rows` in client.ts.
+ */
+function jobFields(e: string): string {
+  return `${e} ->> 0 AS kind, ${e} -> 1 AS payload,
+               coalesce((${e} ->> 2)::timestamptz, now() + coalesce((${e} ->> 3)::float8, 0) * interval '1 millisecond') AS run_at,
+               (${e} ->> 4)::int AS max_attempts, (${e} ->> 5)::int AS priority,
+               ${e} ->> 6 AS dedupe_key, nullif(${e} -> 7, 'null') AS retry`;
+}
+
 function build(s: string, channel: string): Queries {
   const jobs = `${s}.jobs`;
   /** fail's per-job values: $2 is {id: [attempt, delay_ms, permanent, error]} (see byId). */
@@ -40,18 +52,13 @@ function build(s: string, channel: string): Queries {
      * in by a plain INSERT: ON CONFLICT makes every row a speculative insertion, ~10 %
      * of a bulk enqueue. The jobs arrive as one JSON array (one value to send and to
      * parse; payloads stay jsonb, not re-parsed from text):
-     * $1 [[kind, payload, run_at (ISO text | null = now), delay_ms (| null = 0),
-     *      max_attempts, priority, dedupe_key | null, retry policy | null], …]
+     * $1 a JSON array of jobs (see jobFields)
      * one row: ids (in input order; null where a duplicate's job was not visible), duplicates
      * (one row of two arrays: 1,000 rows cost the client more to read than the insert)
      */
     enqueue: statement(`
       WITH input AS (
-        SELECT nextval((SELECT pg_get_serial_sequence('${jobs}', 'id')::regclass)) AS id, t.ord,
-               t.e ->> 0 AS kind, t.e -> 1 AS payload,
-               coalesce((t.e ->> 2)::timestamptz, now() + coalesce((t.e ->> 3)::float8, 0) * interval '1 millisecond') AS run_at,
-               (t.e ->> 4)::int AS max_attempts, (t.e ->> 5)::int AS priority,
-               t.e ->> 6 AS dedupe_key, nullif(t.e -> 7, 'null') AS retry
+        SELECT nextval((SELECT pg_get_serial_sequence('${jobs}', 'id')::regclass)) AS id, t.ord, ${jobFields("t.e")}
         FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS t(e, ord)
       ), plain AS (
         INSERT INTO ${jobs} (id, kind, payload, run_at, max_attempts, priority, retry)
@@ -81,10 +88,8 @@ function build(s: string, channel: string): Queries {
     enqueuePlain: statement(`
       WITH inserted AS (
         INSERT INTO ${jobs} (kind, payload, run_at, max_attempts, priority, retry)
-        SELECT e ->> 0, e -> 1,
-               coalesce((e ->> 2)::timestamptz, now() + coalesce((e ->> 3)::float8, 0) * interval '1 millisecond'),
-               (e ->> 4)::int, (e ->> 5)::int, nullif(e -> 7, 'null')
-        FROM jsonb_array_elements($1::jsonb) AS e
+        SELECT kind, payload, run_at, max_attempts, priority, retry
+        FROM (SELECT ${jobFields("e")} FROM jsonb_array_elements($1::jsonb) AS e) AS input
         RETURNING id
       )
       SELECT array_agg(id ORDER BY id) AS ids FROM inserted`),
