@@ -1,30 +1,32 @@
-import { readFileSync, readdirSync } from "node:fs";
+import { ErrandError } from "../errors.js";
 import type { Driver } from "../driver/types.js";
 import { channelFor, qualified } from "../sql/schema.js";
+import { migrations as shipped } from "./index.js";
+import type { Migration } from "./migration.js";
 
-/** One migration file: `NNN-name.sql`. */
-interface Migration {
-  readonly version: number;
-  readonly name: string;
-  readonly sql: string;
-}
-
-const folder = new URL("./", import.meta.url);
-
-function loadMigrations(): Migration[] {
-  return readdirSync(folder)
-    .filter((file) => /^\d{3}-[a-z0-9-]+\.sql$/.test(file))
-    .sort()
-    .map((file) => ({
-      version: Number(file.slice(0, 3)),
-      name: file.slice(4, -4),
-      sql: readFileSync(new URL(file, folder), "utf8"),
-    }));
+/**
+ * `list` as the migrator may apply it: not empty, versions 1, 2, 3, … in order. An empty
+ * list means a broken build or bundle, and migrating "successfully" with it would only
+ * move the failure to the first query ("relation … does not exist"), so it fails here.
+ */
+export function checkMigrations(list: readonly Migration[]): readonly Migration[] {
+  if (list.length === 0) {
+    throw new ErrandError("invalid_migrations", "errand found no migrations to apply: this build of errand is broken (its migrations list is empty)");
+  }
+  list.forEach((migration, index) => {
+    if (migration.version !== index + 1) {
+      throw new ErrandError(
+        "invalid_migrations",
+        `errand's migrations are out of order: expected version ${index + 1} at position ${index + 1}, found ${migration.version} (${migration.name})`,
+      );
+    }
+  });
+  return list;
 }
 
 /** The latest migration version this build knows. */
 export function latestVersion(): number {
-  return loadMigrations().at(-1)?.version ?? 0;
+  return checkMigrations(shipped).length;
 }
 
 /**
@@ -34,7 +36,7 @@ export function latestVersion(): number {
  * nothing left to do. Returns the versions it applied.
  */
 export async function migrate(driver: Driver, schema: string): Promise<number[]> {
-  const migrations = loadMigrations();
+  const migrations = checkMigrations(shipped);
   const s = qualified(schema);
   return driver.transaction(async (tx) => {
     await tx.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`errand.migrate:${schema}`]);

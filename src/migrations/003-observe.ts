@@ -1,4 +1,10 @@
--- Counters for stats that the jobs table cannot answer cheaply: outcomes per time window
+import type { Migration } from "./migration.js";
+
+/** 003: Outcome and done counters for stats, kept by statement-level triggers. */
+export const migration: Migration = {
+  version: 3,
+  name: "observe",
+  sql: `-- Counters for stats that the jobs table cannot answer cheaply: outcomes per time window
 -- (a retried failure leaves the job 'ready', so failures are not countable from status)
 -- and the number of retained 'done' jobs (counting them would scan the whole done
 -- history). Statement-level triggers with transition tables keep them: one upsert per
@@ -90,3 +96,5 @@ CREATE TABLE {{schema}}.alert_incidents (
   opened_at  timestamptz NOT NULL DEFAULT now(),
   message    text        NOT NULL
 );
+`,
+};

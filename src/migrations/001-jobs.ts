@@ -1,4 +1,10 @@
--- The jobs table: the seed's columns, plus what the worker needs to own a job
+import type { Migration } from "./migration.js";
+
+/** 001: The jobs table, its indexes and the NOTIFY trigger that wakes workers. */
+export const migration: Migration = {
+  version: 1,
+  name: "jobs",
+  sql: `-- The jobs table: the seed's columns, plus what the worker needs to own a job
 -- (locked_by), to order it (priority), to retry it by its own policy (retry) and
 -- to keep the history of its errors (errors). {{schema}} is replaced by the
 -- quoted schema name, {{channel}} by the NOTIFY channel.
@@ -46,3 +52,5 @@ $$;
 
 CREATE TRIGGER jobs_notify AFTER INSERT ON {{schema}}.jobs
   FOR EACH STATEMENT EXECUTE FUNCTION {{schema}}.notify_jobs();
+`,
+};

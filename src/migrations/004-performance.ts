@@ -1,4 +1,10 @@
--- Vacuum the jobs table by churn, not by size. Every job is inserted and then updated
+import type { Migration } from "./migration.js";
+
+/** 004: Vacuums the jobs table by churn rather than by size. */
+export const migration: Migration = {
+  version: 4,
+  name: "performance",
+  sql: `-- Vacuum the jobs table by churn, not by size. Every job is inserted and then updated
 -- twice (claimed, finished), so a busy queue leaves dead row versions behind at the rate
 -- it runs jobs, and the claim's partial index (jobs_ready) collects dead entries that each
 -- claim must step over. PostgreSQL's default waits until 20 % of the table is dead: with
@@ -15,3 +21,5 @@ ALTER TABLE {{schema}}.jobs SET (
   autovacuum_analyze_threshold = 1000,
   autovacuum_vacuum_cost_delay = 0
 );
+`,
+};

@@ -1,4 +1,10 @@
--- Recurring schedules. The scheduler only enqueues: each due slot becomes a normal job
+import type { Migration } from "./migration.js";
+
+/** 002: Recurring schedules and the record of each slot they enqueued. */
+export const migration: Migration = {
+  version: 2,
+  name: "schedules",
+  sql: `-- Recurring schedules. The scheduler only enqueues: each due slot becomes a normal job
 -- (dedupe_key 'schedule:<name>:<slot ISO>'), so it gets the usual retries, dead letters
 -- and visibility. A slot is enqueued once even with many schedulers: each one locks the
 -- schedule's row (FOR UPDATE SKIP LOCKED), re-checks next_slot, and advances it in the
@@ -48,3 +54,5 @@ CREATE TABLE {{schema}}.schedule_runs (
   PRIMARY KEY (schedule, slot),
   CHECK ((job_id IS NULL) <> (skipped IS NULL))
 );
+`,
+};

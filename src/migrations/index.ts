@@ -1,0 +1,13 @@
+import type { Migration } from "./migration.js";
+import { migration as m001 } from "./001-jobs.js";
+import { migration as m002 } from "./002-schedules.js";
+import { migration as m003 } from "./003-observe.js";
+import { migration as m004 } from "./004-performance.js";
+import { migration as m005 } from "./005-count-in-statements.js";
+import { migration as m006 } from "./006-lease-index.js";
+
+/**
+ * Every migration, in order. A new one is a new file `NNN-name.ts` exporting `migration`
+ * (copy the last one) and one more line here; an applied migration is never edited.
+ */
+export const migrations: readonly Migration[] = [m001, m002, m003, m004, m005, m006];
