@@ -1,3 +1,10 @@
+/**
+ * `errand`: the client, enqueue, workers, schedules, errors and types. Light to load: the
+ * dashboard (Hono) is `errand/dashboard`, Prometheus is `errand/metrics`, test helpers are
+ * `errand/testing`.
+ *
+ * @module
+ */
 export { Errand, type ErrandOptions, type EnqueueOptions, type EnqueueResult, type JobSpec, type DeadSelector, type SqlClient } from "./client.js";
 export { ErrandError, ValidationError, PermanentError, UnknownKindError, permanent } from "./errors.js";
 export type { Job, JobStatus, JobError } from "./job.js";
@@ -14,12 +21,8 @@ export { Scheduler, type SchedulerOptions, type SchedulerEvent, type SchedulerTi
 export type { ScheduleSpec, OverlapPolicy, MissedPolicy, ScheduleJobOptions } from "./maintenance/schedule-spec.js";
 export type { ScheduleInfo } from "./maintenance/schedule-info.js";
 export type { Clock } from "./clock.js";
-/** The web dashboard: `createDashboard(errand)` returns a Hono app (its `fetch` is a request handler). */
-export { createDashboard, type DashboardOptions, type DashboardAuth, authFromEnv } from "./dashboard/index.js";
 export type { QueueStats, KindStats, WindowStats } from "./observe/stats.js";
 export { Pruner, type PrunerOptions, type PruneOptions, type PruneResult, defaultRetentionMs } from "./maintenance/pruner.js";
-export { registerQueueGauges, metricsFromEvents } from "./observe/metrics.js";
-export { startMetricsServer, type MetricsServer, type MetricsServerOptions } from "./observe/metrics-server.js";
 export { Alerter, evaluateRules, type AlerterOptions, type AlertRules, type Alert, type Notifier } from "./observe/alerts.js";
 export { memoryIncidents, tableIncidents, type IncidentStore, type OpenIncident } from "./observe/incidents.js";
 export { webhookNotifier, telegramNotifier, type WebhookOptions, type TelegramOptions } from "./observe/notifiers.js";

@@ -2,7 +2,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createDashboard } from "../src/index.js";
+import { createDashboard } from "../src/dashboard/index.js";
 import { type TestErrand, testErrand } from "./support/db.js";
 import { dashboardSession, metric, seedQueue } from "./support/dashboard.js";
 

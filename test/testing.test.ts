@@ -193,11 +193,14 @@ describe("errand/testing", () => {
 });
 
 describe("the errand/testing package entry", () => {
-  const pkg = JSON.parse(readFileSync(`${root}package.json`, "utf8")) as { name: string; exports: Record<string, { types: string; import: string }> };
+  const pkg = JSON.parse(readFileSync(`${root}package.json`, "utf8")) as { name: string; exports: Record<string, unknown> };
 
   it("package.json exports ./testing, pointing at built files (run `npm run build` first)", () => {
     expect(pkg.name).toBe("errand");
-    expect(pkg.exports["./testing"]).toEqual({ types: "./dist/testing/index.d.ts", import: "./dist/testing/index.js" });
+    expect(pkg.exports["./testing"]).toEqual({
+      import: { types: "./dist/testing/index.d.ts", default: "./dist/testing/index.js" },
+      require: { types: "./dist/cjs/testing/index.d.ts", default: "./dist/cjs/testing/index.js" },
+    });
     expect(existsSync(`${root}dist/testing/index.js`)).toBe(true);
     expect(existsSync(`${root}dist/testing/index.d.ts`)).toBe(true);
   });

@@ -1,2 +1,16 @@
+/**
+ * `errand/dashboard`: the web dashboard as a Hono app, whose `fetch` is a standard
+ * `(Request) => Response` handler. An entry of its own because it loads Hono, which
+ * `errand` itself does not.
+ *
+ * @example
+ * ```ts
+ * import { createDashboard } from "errand/dashboard";
+ *
+ * const app = createDashboard(errand, { basePath: "/errand", readOnly: true });
+ * ```
+ *
+ * @module
+ */
 export { createDashboard, type DashboardOptions } from "./dashboard.js";
 export { type DashboardAuth, authFromEnv } from "./security.js";

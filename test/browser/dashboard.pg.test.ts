@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { serve } from "@hono/node-server";
 import { type BrowserContext, type Page, chromium } from "playwright-core";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { createDashboard } from "../../src/index.js";
+import { createDashboard } from "../../src/dashboard/index.js";
 import { type TestErrand, testErrand } from "../support/db.js";
 import { seedQueue } from "../support/dashboard.js";
 
