@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { ErrandError, PermanentError, isolated, startMetricsServer, type IsolationMode, type JobContext, type Json } from "../src/index.js";
+import { ErrandError, PermanentError, isolated, startMetricsServer, type IsolatedHandler, type IsolationMode, type JobContext, type Json } from "../src/index.js";
 import { isSnooze } from "../src/outcomes.js";
 import { type TestErrand, eventually, testErrand } from "./support/db.js";
 import { root } from "./support/process.js";
@@ -53,8 +53,9 @@ describe.each(modes)("isolated(…, { mode: %s })", (mode) => {
       context: { id: "7", kind: "k", attempt: 2, maxAttempts: 5, idempotencyKey: "errand-job-7", createdAt: new Date("2026-01-02T03:04:05Z") },
       createdAtIsDate: true,
     });
-    if (mode === "process") expect(result.pid).not.toBe(process.pid);
-    else expect(result.pid).toBe(process.pid);
+    const [pid, thread] = String(result.where).split("/").map(Number);
+    if (mode === "process") expect(pid).not.toBe(process.pid);
+    else expect([pid, thread]).not.toEqual([process.pid, 0]);
     expect(await run("returnsFunction")).toBeUndefined(); // not cloneable: dropped, the job still succeeds
   });
 
@@ -95,8 +96,28 @@ describe.each(modes)("isolated(…, { mode: %s })", (mode) => {
     }
   });
 
+  it("starts a fresh one per job by default, or reuses up to `idle` of them, never after an uncaught error", async () => {
+    const where = async (handler: IsolatedHandler) => ((await handler({}, context())) as { where: string }).where;
+    const fresh = isolated(fixture, { mode });
+    expect(await where(fresh)).not.toBe(await where(fresh));
+    await eventually(() => fresh.running === 0, 5_000, "the fresh isolates to exit");
+
+    const reused = isolated(fixture, { mode, idle: 1 });
+    const first = await where(reused);
+    expect(await where(reused)).toBe(first);
+    expect(reused.running).toBe(1);
+    const fails = isolated(fixture, { mode, idle: 1, export: "fails" });
+    const throwsLater = isolated(fixture, { mode, idle: 1, export: "throwsLater" });
+    await thrownBy(fails({}, context()));
+    expect(fails.running).toBe(1); // a thrown error leaves it usable
+    await thrownBy(throwsLater({}, context()));
+    await eventually(() => throwsLater.running === 0, 5_000, "the isolate with an uncaught error to be ended");
+    await Promise.all([reused.close(), fails.close()]);
+    expect([reused.running, fails.running]).toEqual([0, 0]);
+  });
+
   it("terminates a handler that blocks its event loop when the signal aborts, and rejects with the reason", async () => {
-    const handler = isolated(fixture, { mode, export: "spin" });
+    const handler = isolated(fixture, { mode, export: "spin", idle: 1 });
     const pidFile = join(dir, `abort-${mode}`);
     const controller = new AbortController();
     const attempt = thrownBy(handler({ pidFile }, context(controller.signal)));
@@ -105,7 +126,7 @@ describe.each(modes)("isolated(…, { mode: %s })", (mode) => {
     const reason = new ErrandError("lease_lost", "gone");
     controller.abort(reason);
     expect(await attempt).toBe(reason);
-    expect(handler.running).toBe(0); // the rejection waits for the exit
+    expect(handler.running).toBe(0); // the rejection waits for the exit; a terminated one is not kept
     if (mode === "process") await eventually(() => !alive(pid), 5_000, `pid ${pid} to be gone`);
   });
 });
@@ -115,6 +136,7 @@ describe("isolated() arguments", () => {
     expect(() => isolated("./resize.js")).toThrow(/^module: must be a file URL or an absolute path/);
     expect(() => isolated(new URL("./no-such-file.js", import.meta.url))).toThrow(/^module: no such file: .*no-such-file\.js$/);
     expect(() => isolated(fixture, { mode: "fiber" as IsolationMode })).toThrow(/^mode: must be "thread" or "process"/);
+    expect(() => isolated(fixture, { idle: -1 })).toThrow(/^idle: must be an integer ≥ 0/);
   });
 
   it("does not start anything for a job whose signal has already aborted", async () => {
@@ -178,7 +200,7 @@ describe("GET /healthz", () => {
 
   it("answers 200 while the loop and the worker run, 503 after the loop was blocked and once the worker stopped", async () => {
     t = await testErrand();
-    const server = await startMetricsServer({ port: 0, host: "127.0.0.1", health: { maxEventLoopLagMs: 300, windowMs: 2_000 } });
+    const server = await startMetricsServer({ port: 0, host: "127.0.0.1", health: { maxEventLoopLagMs: 300, windowMs: 1_000 } });
     const probe = async () => {
       const response = await fetch(`http://127.0.0.1:${server.port}/healthz`);
       return { status: response.status, body: (await response.json()) as Record<string, unknown> };

@@ -4,7 +4,7 @@
 // with Node's own loader, from dist/ and from the sources alike, and it imports nothing
 // of errand's, so it recognises outcomes by their cross-realm marks instead of classes.
 
-import { isMainThread, parentPort, workerData } from "node:worker_threads";
+import { isMainThread, parentPort } from "node:worker_threads";
 
 /** @typedef {import("./isolated-protocol.js").IsolatedRequest} IsolatedRequest */
 /** @typedef {import("./isolated-protocol.js").IsolatedReply} IsolatedReply */
@@ -13,23 +13,26 @@ import { isMainThread, parentPort, workerData } from "node:worker_threads";
 /** The tag snooze() puts on its value (outcomes.ts): a registered symbol is the same in every realm. */
 const outcomeTag = Symbol.for("errand.outcome");
 
+// Requests come one at a time: the parent sends the next only after this one's reply.
 /** @type {(reply: IsolatedReply) => void} */
 let send;
 if (!isMainThread && parentPort) {
   const port = parentPort;
   send = (reply) => port.postMessage(reply);
-  void run(/** @type {IsolatedRequest} */ (workerData)).then(send);
+  port.on("message", (request) => void run(/** @type {IsolatedRequest} */ (request)).then(send));
 } else if (process.send) {
   const channel = process.send.bind(process);
   send = (reply) => void channel(reply);
-  process.once("message", (request) => void run(/** @type {IsolatedRequest} */ (request)).then(send));
+  process.on("message", (request) => void run(/** @type {IsolatedRequest} */ (request)).then(send));
+  // The parent is gone: nothing will ask for work again, whatever the module keeps open.
+  process.on("disconnect", () => process.exit(0));
 } else {
   throw new Error("isolated-entry.js runs handlers for errand's isolated(); it is not a program to start");
 }
 
 // An error thrown outside the handler's promise (a callback's throw, an unhandled
 // rejection) ends this attempt like a thrown error, not as an anonymous crash.
-process.on("uncaughtException", (error) => send({ type: "thrown", error: thrown(error) }));
+process.on("uncaughtException", (error) => send({ type: "thrown", error: thrown(error), uncaught: true }));
 
 /**
  * @param {IsolatedRequest} request

@@ -47,4 +47,9 @@ export type ThrownValue =
 export type IsolatedReply =
   | { readonly type: "result"; readonly value: unknown }
   | { readonly type: "snooze"; readonly delayMs: number }
-  | { readonly type: "thrown"; readonly error: ThrownValue };
+  | {
+      readonly type: "thrown";
+      readonly error: ThrownValue;
+      /** Thrown outside the handler's promise (a timer, an unhandled rejection): the isolate's state is unknown, so it is not reused. */
+      readonly uncaught?: boolean;
+    };
