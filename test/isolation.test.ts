@@ -1,6 +1,7 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ErrandError, PermanentError, isolated, startMetricsServer, type IsolatedHandler, type IsolationMode, type JobContext, type Json } from "../src/index.js";
 import { isSnooze } from "../src/outcomes.js";
@@ -137,6 +138,13 @@ describe("isolated() arguments", () => {
     expect(() => isolated(new URL("./no-such-file.js", import.meta.url))).toThrow(/^module: no such file: .*no-such-file\.js$/);
     expect(() => isolated(fixture, { mode: "fiber" as IsolationMode })).toThrow(/^mode: must be "thread" or "process"/);
     expect(() => isolated(fixture, { idle: -1 })).toThrow(/^idle: must be an integer ≥ 0/);
+  });
+
+  it("works from the compiled package, which ships its entry script in dist/", async () => {
+    const compiled = (await import(pathToFileURL(join(root, "dist", "index.js")).href)) as { isolated: typeof isolated };
+    const result = await compiled.isolated(fixture, { mode: "thread" })({ from: "dist" }, context());
+    expect(result).toMatchObject({ payload: { from: "dist" } });
+    expect(existsSync(join(root, "dist", "worker", "isolated-entry.js"))).toBe(true);
   });
 
   it("does not start anything for a job whose signal has already aborted", async () => {
