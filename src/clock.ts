@@ -8,3 +8,9 @@ export interface Clock {
 
 /** The real clock. */
 export const systemClock: Clock = { now: () => Date.now() };
+
+/**
+ * A clock that only moves forward (`performance.now()`), for measuring delays: a wall
+ * clock set back or forward by NTP would show as a stall or hide one.
+ */
+export const monotonicClock: Clock = { now: () => performance.now() };

@@ -16,6 +16,7 @@ export type { Driver, Queryable, Statement, Transaction, QueryResult } from "./d
 export type { Worker, WorkerOptions, WorkerEvent } from "./worker/worker.js";
 export type { Handler, Handlers, JobContext } from "./worker/handlers.js";
 export type { ClaimedJob } from "./worker/executor.js";
+export { isolated, type IsolatedHandler, type IsolatedOptions, type IsolationMode } from "./worker/isolated.js";
 export { Schedules, type DeclareOptions } from "./maintenance/schedules.js";
 export { Scheduler, type SchedulerOptions, type SchedulerEvent, type SchedulerTick } from "./maintenance/scheduler.js";
 export type { ScheduleSpec, OverlapPolicy, MissedPolicy, ScheduleJobOptions } from "./maintenance/schedule-spec.js";

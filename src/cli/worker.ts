@@ -22,6 +22,7 @@ interface WorkerFlags extends DatabaseFlags {
   readonly scheduler?: boolean;
   readonly pruner?: boolean;
   readonly metricsPort?: number;
+  readonly maxEventLoopLag?: number;
 }
 
 export function register(program: Command): void {
@@ -41,7 +42,8 @@ export function register(program: Command): void {
       .option("--verbose", "also log every successful job")
       .option("--no-scheduler", "do not enqueue due schedule slots from this process (default: run the scheduler; safe in every worker)")
       .option("--no-pruner", "do not delete done jobs older than 7 days from this process (default: prune hourly; safe in every worker)")
-      .option("--metrics-port <n>", "serve Prometheus /metrics on this port: queue gauges and this worker's job metrics", intArg(0, 65_535)),
+      .option("--metrics-port <n>", "serve Prometheus /metrics on this port: queue gauges and this worker's job metrics; and /healthz, a liveness probe", intArg(0, 65_535))
+      .option("--max-event-loop-lag <seconds>", "/healthz answers 503 when the event loop was blocked longer than this in the last 10 s (default 1)", secondsArg(false)),
   ).action(async (flags: WorkerFlags) => {
     // Signals are handled from the first moment: a SIGTERM while the worker is still
     // connecting must also end in a clean exit 0, not the default kill.
@@ -76,8 +78,9 @@ export function register(program: Command): void {
     const errand = await openFromFlags(flags, {
       onConnectionError: (error) => logLine({ level: "warn", event: "connection_error", error: error.message }),
     });
-    const metrics = flags.metricsPort === undefined ? undefined : await startMetricsServer({ port: flags.metricsPort, stats: () => errand.stats() });
-    if (metrics) logLine({ level: "info", event: "metrics_listening", port: metrics.port, path: "/metrics" });
+    const health = flags.maxEventLoopLag === undefined ? undefined : { maxEventLoopLagMs: flags.maxEventLoopLag };
+    const metrics = flags.metricsPort === undefined ? undefined : await startMetricsServer({ port: flags.metricsPort, stats: () => errand.stats(), ...(health ? { health } : {}) });
+    if (metrics) logLine({ level: "info", event: "metrics_listening", port: metrics.port, path: "/metrics", health: "/healthz" });
     const worker = errand.worker({
       handlers,
       ...(flags.concurrency !== undefined ? { concurrency: flags.concurrency } : {}),

@@ -2,6 +2,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Registry, collectDefaultMetrics } from "prom-client";
 import type { WorkerEvent } from "../worker/worker.js";
+import { Health, type HealthOptions, type HealthReport } from "./health.js";
 import { metricsFromEvents, registerQueueGauges } from "./metrics.js";
 import type { QueueStats } from "./stats.js";
 
@@ -15,6 +16,8 @@ export interface MetricsServerOptions {
   readonly stats?: () => Promise<QueueStats>;
   /** Registry to serve. Default a new one with Node's process metrics. */
   readonly registry?: Registry;
+  /** When `GET /healthz` answers 503 (event-loop lag limit, default 1 s). */
+  readonly health?: HealthOptions;
 }
 
 /** A running `/metrics` endpoint. */
@@ -22,14 +25,19 @@ export interface MetricsServer {
   /** The port it listens on. */
   readonly port: number;
   readonly registry: Registry;
-  /** Feed a worker's events here (`onEvent`) for the job counters and histograms. */
+  /** Feed a worker's events here (`onEvent`) for the job counters and histograms, and for `/healthz`. */
   readonly onEvent: (event: WorkerEvent) => void;
+  /** What `GET /healthz` would answer now. */
+  health(): HealthReport;
   close(): Promise<void>;
 }
 
 /**
  * Serves Prometheus' text format at `GET /metrics`: the queue gauges (if `stats` is
- * given), job metrics fed through `onEvent`, and Node's process metrics.
+ * given), job metrics fed through `onEvent`, and Node's process metrics. `GET /healthz`
+ * is a liveness probe: 200 with a JSON {@link HealthReport}, or 503 when the event loop
+ * was blocked longer than `health.maxEventLoopLagMs` in the last 10 s or the worker fed
+ * through `onEvent` has stopped.
  *
  * @example
  * ```ts
@@ -38,14 +46,24 @@ export interface MetricsServer {
  * ```
  */
 export async function startMetricsServer(options: MetricsServerOptions): Promise<MetricsServer> {
+  const health = new Health(options.health); // validates first: a bad option starts nothing
   const registry = options.registry ?? new Registry();
   if (!options.registry) collectDefaultMetrics({ register: registry });
   if (options.stats) registerQueueGauges(registry, options.stats);
-  const onEvent = metricsFromEvents(registry);
+  const countEvent = metricsFromEvents(registry);
+  const onEvent = (event: WorkerEvent) => {
+    health.onEvent(event);
+    countEvent(event);
+  };
   const server = createServer((req, res) => {
     const path = (req.url ?? "/").split("?")[0];
+    if (req.method === "GET" && path === "/healthz") {
+      const report = health.report();
+      res.writeHead(report.status === "ok" ? 200 : 503, { "content-type": "application/json", "cache-control": "no-store" }).end(`${JSON.stringify(report)}\n`);
+      return;
+    }
     if (req.method !== "GET" || path !== "/metrics") {
-      res.writeHead(404, { "content-type": "text/plain" }).end("not found: try GET /metrics\n");
+      res.writeHead(404, { "content-type": "text/plain" }).end("not found: try GET /metrics or GET /healthz\n");
       return;
     }
     registry.metrics().then(
@@ -57,10 +75,15 @@ export async function startMetricsServer(options: MetricsServerOptions): Promise
     server.once("error", reject);
     server.listen(options.port, options.host ?? "0.0.0.0", () => resolve());
   });
+  health.start();
   return {
     port: (server.address() as AddressInfo).port,
     registry,
     onEvent,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    health: () => health.report(),
+    close: () => {
+      health.stop();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
   };
 }
