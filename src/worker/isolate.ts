@@ -4,7 +4,11 @@ import { Worker as Thread } from "node:worker_threads";
 import type { IsolatedReply, IsolatedRequest } from "./isolated-protocol.js";
 
 /** Plain JavaScript, so it sits beside this file both in src/ and in dist/. */
-const entry = new URL("./isolated-entry.js", import.meta.url);
+/**
+ * The script threads and processes run, beside this module. Resolved on first use, not at
+ * load: a CommonJS bundle of an app that never isolates a handler has no `import.meta.url`.
+ */
+const entry = (): URL => new URL("./isolated-entry.js", import.meta.url);
 
 /** Where an isolated handler runs. */
 export type IsolationMode = "thread" | "process";
@@ -93,7 +97,7 @@ export class Isolate {
 }
 
 function startThread(events: HandleEvents): Handle {
-  const thread = new Thread(entry);
+  const thread = new Thread(entry());
   thread.on("message", (reply: IsolatedReply) => events.message(reply));
   thread.on("error", (error) => events.error(error));
   thread.on("exit", (code) => events.exit(`exited with code ${code}`));
@@ -108,7 +112,7 @@ function startThread(events: HandleEvents): Handle {
 function startProcess(events: HandleEvents): Handle {
   // "advanced" serialisation is the structured clone threads use: Dates and the like
   // cross the same way in both modes.
-  const child = fork(fileURLToPath(entry), [], { serialization: "advanced" });
+  const child = fork(fileURLToPath(entry()), [], { serialization: "advanced" });
   const pid = child.pid ?? "?";
   child.on("message", (reply) => events.message(reply as IsolatedReply));
   child.on("error", (error) => {
