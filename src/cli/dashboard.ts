@@ -12,7 +12,7 @@ interface DashboardFlags extends DatabaseFlags {
 }
 
 /** True for names and addresses that only this machine can reach. */
-export function isLoopback(host: string): boolean {
+function isLoopback(host: string): boolean {
   const bare = host.replace(/^\[|\]$/g, "");
   if (bare === "localhost" || bare === "::1") return true;
   return isIP(bare) === 4 && bare.startsWith("127.");

@@ -44,7 +44,7 @@ export function register(program: Command): void {
 }
 
 /** An aligned table, one schedule per row. */
-export function formatTable(list: readonly ScheduleInfo[]): string {
+function formatTable(list: readonly ScheduleInfo[]): string {
   const header = ["NAME", "CRON", "ZONE", "KIND", "NEXT RUN", "LAST SLOT", "LAST SUCCESS", "POLICY"];
   const rows = list.map((s) => [
     s.name,
