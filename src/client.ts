@@ -18,13 +18,8 @@ import { type PruneOptions, type PruneResult, prune } from "./maintenance/pruner
 import { type QueueStats, readStats } from "./observe/stats.js";
 import { traceEnqueue } from "./observe/tracing.js";
 
-/**
- * Anything with `query(text, params)` resolving to `{ rows }`: a `pg` Pool, Client or
- * PoolClient (inside your `BEGIN`), a PGlite instance or PGlite transaction.
- */
-export interface SqlClient {
-  query(text: string, params?: unknown[]): Promise<{ rows: unknown[] }>;
-}
+/** @deprecated The same type as {@link Queryable}, under its former name. */
+export type SqlClient = Queryable;
 
 /** How to reach the database. With none of these, errand opens the embedded PGlite database. */
 export interface ErrandOptions {
@@ -63,7 +58,7 @@ export interface EnqueueOptions {
   /** Backoff for this job only. */
   readonly retry?: Partial<RetryPolicy>;
   /** Your connection or open transaction: the job commits or rolls back with it. */
-  readonly db?: SqlClient;
+  readonly db?: Queryable;
 }
 
 /** One job for {@link Errand.enqueueMany}. */
@@ -162,15 +157,15 @@ export class Errand {
   }
 
   /** Enqueues many jobs in one statement (one round trip). Results are in input order. */
-  enqueueMany(specs: readonly JobSpec[], options: { readonly db?: SqlClient | undefined } = {}): Promise<EnqueueResult[]> {
+  enqueueMany(specs: readonly JobSpec[], options: { readonly db?: Queryable | undefined } = {}): Promise<EnqueueResult[]> {
     return traceEnqueue(specs, () => this.#enqueueMany(specs, options));
   }
 
-  async #enqueueMany(specs: readonly JobSpec[], options: { readonly db?: SqlClient | undefined }): Promise<EnqueueResult[]> {
+  async #enqueueMany(specs: readonly JobSpec[], options: { readonly db?: Queryable | undefined }): Promise<EnqueueResult[]> {
     if (!Array.isArray(specs)) throw new ValidationError("jobs", "must be an array");
     if (specs.length === 0) return [];
     const { json, dedupeKeys } = this.#rows(specs);
-    const db = options.db as Queryable | undefined;
+    const db = options.db;
     const run = <Row>(text: { name: string; text: string }, params: readonly unknown[]) =>
       db ? db.query<Row>(text.text, params) : this.driver.run<Row>(text, params);
     if (dedupeKeys.every((key) => key === null)) {
