@@ -1,6 +1,6 @@
 import pg from "pg";
 import { PGlite } from "@electric-sql/pglite";
-import { ErrandError, ValidationError } from "./errors.js";
+import { ErrandError, NotFoundError, ValidationError } from "./errors.js";
 import { defaultDataDir, openEmbedded } from "./driver/embedded.js";
 import { pgDriver } from "./driver/pg.js";
 import { pgliteDriver } from "./driver/pglite.js";
@@ -265,7 +265,7 @@ export class Errand {
       if (ids) {
         const missing = ids.filter((id) => !done.includes(id));
         if (missing.length > 0) {
-          throw new ErrandError("not_found", `no dead job with id ${missing.join(", ")} (it does not exist or is not dead); nothing was changed`);
+          throw new NotFoundError(`no dead job with id ${missing.join(", ")} (it does not exist or is not dead); nothing was changed`);
         }
       }
       return done;

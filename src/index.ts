@@ -1,5 +1,5 @@
 export { Errand, type ErrandOptions, type EnqueueOptions, type EnqueueResult, type JobSpec, type DeadSelector, type SqlClient } from "./client.js";
-export { ErrandError, ValidationError, PermanentError, UnknownKindError, permanent } from "./errors.js";
+export { ErrandError, type ErrandErrorCode, ValidationError, NotFoundError, PermanentError, UnknownKindError, permanent } from "./errors.js";
 export type { Job, JobStatus, JobError } from "./job.js";
 export type { KindOptions } from "./options.js";
 export { snooze, type Snooze } from "./outcomes.js";
