@@ -13,7 +13,7 @@ import { type RetryPolicy, checkMaxAttempts, defaultMaxAttempts, defaultRetryPol
 import { type Queries, queriesFor } from "./sql/queries.js";
 import { checkSchemaName, defaultSchema } from "./sql/schema.js";
 import { Worker, type WorkerOptions } from "./worker/worker.js";
-import { Schedules } from "./maintenance/schedules.js";
+import { Schedules } from "./schedules/schedules.js";
 import { type PruneOptions, type PruneResult, prune } from "./maintenance/pruner.js";
 import { type QueueStats, readStats } from "./observe/stats.js";
 import { traceEnqueue } from "./observe/tracing.js";

@@ -9,10 +9,10 @@ export type { Driver, Queryable, Statement, Transaction, QueryResult } from "./d
 export type { Worker, WorkerOptions, WorkerEvent } from "./worker/worker.js";
 export type { Handler, Handlers, JobContext } from "./worker/handlers.js";
 export type { ClaimedJob } from "./worker/executor.js";
-export { Schedules, type DeclareOptions } from "./maintenance/schedules.js";
-export { Scheduler, type SchedulerOptions, type SchedulerEvent, type SchedulerTick } from "./maintenance/scheduler.js";
-export type { ScheduleSpec, OverlapPolicy, MissedPolicy, ScheduleJobOptions } from "./maintenance/schedule-spec.js";
-export type { ScheduleInfo } from "./maintenance/schedule-info.js";
+export { Schedules, type DeclareOptions } from "./schedules/schedules.js";
+export { Scheduler, type SchedulerOptions, type SchedulerEvent, type SchedulerTick } from "./schedules/scheduler.js";
+export type { ScheduleSpec, OverlapPolicy, MissedPolicy, ScheduleJobOptions } from "./schedules/spec.js";
+export type { ScheduleInfo } from "./schedules/info.js";
 export type { Clock } from "./clock.js";
 /** The web dashboard: `createDashboard(errand)` returns a Hono app (its `fetch` is a request handler). */
 export { createDashboard, type DashboardOptions, type DashboardAuth, authFromEnv } from "./dashboard/index.js";

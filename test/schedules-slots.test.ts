@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { cronFor } from "../src/maintenance/schedule-spec.js";
-import { type PlanInput, planSlots } from "../src/maintenance/slots.js";
+import { cronFor } from "../src/schedules/spec.js";
+import { type PlanInput, planSlots } from "../src/schedules/slots.js";
 
 const hourly = cronFor("0 * * * *", "UTC");
 const iso = (dates: readonly Date[]) => dates.map((d) => d.toISOString());

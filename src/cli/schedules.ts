@@ -1,6 +1,6 @@
 import type { Command } from "commander";
-import type { ScheduleInfo } from "../maintenance/schedule-info.js";
-import type { SchedulerEvent } from "../maintenance/scheduler.js";
+import type { ScheduleInfo } from "../schedules/info.js";
+import type { SchedulerEvent } from "../schedules/scheduler.js";
 import { type DatabaseFlags, logLine, openFromFlags, withDatabase } from "./common.js";
 
 /** `errand schedules [list|pause|resume|remove]`. */

@@ -1,4 +1,4 @@
-import type { ScheduleInfo } from "../../maintenance/schedule-info.js";
+import type { ScheduleInfo } from "../../schedules/info.js";
 import { type Html, html } from "../html.js";
 import { type PageContext, csrfField, href, notice, page, statusBadge, time } from "../layout.js";
 

@@ -3,8 +3,8 @@ import { NotFoundError, ValidationError, closest } from "../errors.js";
 import type { Driver, Queryable } from "../driver/types.js";
 import { checkKeys } from "../options.js";
 import { type ScheduleQueries, scheduleQueriesFor } from "../sql/schedules.js";
-import { type ScheduleInfo, type ScheduleRow, toDate, toScheduleInfo } from "./schedule-info.js";
-import { type ScheduleSpec, checkName, cronFor, resolveSchedule } from "./schedule-spec.js";
+import { type ScheduleInfo, type ScheduleRow, toDate, toScheduleInfo } from "./info.js";
+import { type ScheduleSpec, checkName, cronFor, resolveSchedule } from "./spec.js";
 import { type EnqueueFn, Scheduler, type SchedulerOptions } from "./scheduler.js";
 
 /** Options for {@link Schedules.declare}. */

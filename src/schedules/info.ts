@@ -1,7 +1,7 @@
 import type { JobStatus } from "../job.js";
 import { parseJson } from "../job.js";
 import type { Json } from "../payload.js";
-import type { MissedPolicy, OverlapPolicy, ScheduleJobOptions } from "./schedule-spec.js";
+import type { MissedPolicy, OverlapPolicy, ScheduleJobOptions } from "./spec.js";
 
 /** A schedule as `errand.schedules.list()` returns it. */
 export interface ScheduleInfo {

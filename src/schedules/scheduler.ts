@@ -3,10 +3,10 @@ import { ValidationError } from "../errors.js";
 import type { Driver } from "../driver/types.js";
 import { positiveMs } from "../options.js";
 import { type ScheduleQueries, scheduleQueriesFor } from "../sql/schedules.js";
-import { toDate } from "./schedule-info.js";
-import { type EnqueueFn, type SchedulerEvent, handleDue } from "./tick.js";
+import { toDate } from "./info.js";
+import { type EnqueueFn, type SchedulerEvent, handleDue } from "./due.js";
 
-export type { EnqueueFn, SchedulerEvent } from "./tick.js";
+export type { EnqueueFn, SchedulerEvent } from "./due.js";
 
 /** Options for a {@link Scheduler}. */
 export interface SchedulerOptions {

@@ -1,5 +1,5 @@
 import type { Cron } from "croner";
-import type { MissedPolicy, OverlapPolicy } from "./schedule-spec.js";
+import type { MissedPolicy, OverlapPolicy } from "./spec.js";
 
 /** What one tick does with one due schedule. */
 export interface SlotPlan {

@@ -2,8 +2,8 @@ import type { EnqueueResult, JobSpec, SqlClient } from "../client.js";
 import type { Transaction } from "../driver/types.js";
 import { parseJson } from "../job.js";
 import type { ScheduleQueries } from "../sql/schedules.js";
-import { type ScheduleRow, toDate } from "./schedule-info.js";
-import { type MissedPolicy, type OverlapPolicy, type ScheduleJobOptions, cronFor } from "./schedule-spec.js";
+import { type ScheduleRow, toDate } from "./info.js";
+import { type MissedPolicy, type OverlapPolicy, type ScheduleJobOptions, cronFor } from "./spec.js";
 import { type SlotPlan, planSlots } from "./slots.js";
 
 /** How errand's own enqueue is reached (so scheduled jobs get the kind's defaults and validation). */
