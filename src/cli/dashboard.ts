@@ -37,7 +37,7 @@ export function register(program: Command): void {
       );
     }
     // Loaded here, not at the top: every other command starts without the web server's modules.
-    const [{ serve }, { createDashboard }] = await Promise.all([import("@hono/node-server"), import("../dashboard/dashboard.js")]);
+    const [{ serve }, { createDashboard }] = await Promise.all([import("@hono/node-server"), import("../dashboard/app.js")]);
     const trustedOrigins = flags.trustedOrigin ?? [];
     try {
       checkTrustedOrigins(trustedOrigins, "--trusted-origin");

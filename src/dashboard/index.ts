@@ -1,2 +1,2 @@
-export { createDashboard, type DashboardOptions } from "./dashboard.js";
+export { createDashboard, type DashboardOptions } from "./app.js";
 export { type DashboardAuth, authFromEnv } from "./security.js";

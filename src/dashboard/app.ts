@@ -3,13 +3,13 @@ import { getCookie, setCookie } from "hono/cookie";
 import { createMiddleware } from "hono/factory";
 import type { Errand } from "../client.js";
 import { ErrandError, ValidationError } from "../errors.js";
-import { registerActions } from "./actions.js";
+import { registerActions } from "./routes/dead-actions.js";
 import { css, js } from "./assets.js";
 import { DashboardData } from "./data.js";
 import type { Html } from "./html.js";
 import { type PageContext, messagePage } from "./layout.js";
-import { registerPages } from "./pages.js";
-import { registerSchedules } from "./schedule-routes.js";
+import { registerPages } from "./routes/pages.js";
+import { registerSchedules } from "./routes/schedules.js";
 import { type DashboardAuth, CsrfTokens, authorized, checkAuth, checkTrustedOrigins, sameOrigin } from "./security.js";
 
 /** How the dashboard behaves. */

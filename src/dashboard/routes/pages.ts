@@ -1,12 +1,12 @@
 import type { Hono } from "hono";
-import { ValidationError } from "../errors.js";
-import type { JobStatus } from "../job.js";
-import type { DashboardDeps, DashboardEnv } from "./dashboard.js";
-import { messagePage, notice } from "./layout.js";
-import { actionNotice, deadPage } from "./pages/dead.js";
-import { jobPage } from "./pages/job.js";
-import { jobsPage, statuses } from "./pages/jobs.js";
-import { overviewPage } from "./pages/overview.js";
+import { ValidationError } from "../../errors.js";
+import type { JobStatus } from "../../job.js";
+import type { DashboardDeps, DashboardEnv } from "../app.js";
+import { messagePage, notice } from "../layout.js";
+import { actionNotice, deadPage } from "../pages/dead.js";
+import { jobPage } from "../pages/job.js";
+import { jobsPage, statuses } from "../pages/jobs.js";
+import { overviewPage } from "../pages/overview.js";
 
 /** A job id from the query string, or null; anything else is a 400 naming the field. */
 export function idParam(value: string | undefined, field: string): string | null {
