@@ -1,2 +1,3 @@
-export { createDashboard, type DashboardOptions } from "./app.js";
+export { createDashboard } from "./app.js";
+export type { DashboardOptions } from "./context.js";
 export { type DashboardAuth, authFromEnv } from "./security.js";

@@ -1,6 +1,6 @@
 import type { Context, Hono } from "hono";
 import { ValidationError } from "../../errors.js";
-import type { DashboardDeps, DashboardEnv } from "../app.js";
+import type { DashboardDeps, DashboardEnv } from "../context.js";
 import { href } from "../layout.js";
 import { type DeadAction, type DeadTarget, confirmPage } from "../pages/dead.js";
 

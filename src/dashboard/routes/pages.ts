@@ -1,7 +1,7 @@
 import type { Hono } from "hono";
 import { ValidationError } from "../../errors.js";
 import type { JobStatus } from "../../job.js";
-import type { DashboardDeps, DashboardEnv } from "../app.js";
+import type { DashboardDeps, DashboardEnv } from "../context.js";
 import { messagePage, notice } from "../layout.js";
 import { actionNotice, deadPage } from "../pages/dead.js";
 import { jobPage } from "../pages/job.js";
