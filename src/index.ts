@@ -23,7 +23,7 @@ export { startMetricsServer, type MetricsServer, type MetricsServerOptions } fro
 export { Alerter, evaluateRules, type AlerterOptions, type AlertRules, type Alert, type Notifier } from "./observe/alerts.js";
 export { memoryIncidents, tableIncidents, type IncidentStore, type OpenIncident } from "./observe/incidents.js";
 export { webhookNotifier, telegramNotifier, type WebhookOptions, type TelegramOptions } from "./observe/notifiers.js";
-export { retrySchedule, retryPlanText, capacity, capacityPlanText, type RetryStep, type RetryPlanOptions, type CapacityOptions } from "./observe/plan.js";
+export { retrySchedule, retryPlanText, capacity, capacityPlanText, type RetryStep, type RetryPlanOptions, type CapacityOptions } from "./planning.js";
 export { fromPostgresJs, type PostgresJsSql } from "./driver/postgres-js.js";
 export { fromKysely, type KyselyExecutor, type KyselyRawQuery } from "./driver/kysely.js";
 export { fromDrizzle, type DrizzleDatabase, type DrizzleSqlHelper } from "./driver/drizzle.js";

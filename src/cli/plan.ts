@@ -1,7 +1,7 @@
 import { type Command, InvalidArgumentError } from "commander";
 import { ValidationError } from "../errors.js";
-import { parseDuration } from "../observe/duration.js";
-import { capacityPlanText, parseRate, retryPlanText } from "../observe/plan.js";
+import { parseDuration } from "../human-format.js";
+import { capacityPlanText, parseRate, retryPlanText } from "../planning.js";
 import { defaultMaxAttempts, defaultRetryPolicy } from "../retry-policy.js";
 import { intArg } from "./common.js";
 

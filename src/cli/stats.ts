@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { humanAge } from "../observe/duration.js";
+import { humanAge } from "../human-format.js";
 import type { KindStats, QueueStats } from "../observe/stats.js";
 import { type DatabaseFlags, openFromFlags, secondsArg, withDatabase } from "./common.js";
 

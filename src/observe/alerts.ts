@@ -1,6 +1,6 @@
 import { ValidationError } from "../errors.js";
 import { checkKeys } from "../options.js";
-import { humanAge } from "./duration.js";
+import { humanAge } from "../human-format.js";
 import { type IncidentStore, memoryIncidents } from "./incidents.js";
 import type { KindStats, QueueStats } from "./stats.js";
 
