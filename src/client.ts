@@ -14,7 +14,7 @@ import { type Queries, queriesFor } from "./sql/queries.js";
 import { checkSchemaName, defaultSchema } from "./sql/schema.js";
 import { Worker, type WorkerOptions } from "./worker/worker.js";
 import { Schedules } from "./schedules/schedules.js";
-import { type PruneOptions, type PruneResult, prune } from "./maintenance/pruner.js";
+import { type PurgeOptions, type PurgeResult, purgeJobs } from "./maintenance/purger.js";
 import { type QueueStats, readStats } from "./observe/stats.js";
 import { traceEnqueue } from "./observe/tracing.js";
 
@@ -234,8 +234,8 @@ export class Errand {
   }
 
   /** Deletes done jobs past the retention (default 7 days) in small batches; dead jobs only if asked. */
-  purge(options: PruneOptions = {}): Promise<PruneResult> {
-    return prune(this.driver, this.schema, options);
+  purge(options: PurgeOptions = {}): Promise<PurgeResult> {
+    return purgeJobs(this.driver, this.schema, options);
   }
 
   /** Dead letters: the jobs a person must look at. */

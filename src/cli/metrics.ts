@@ -50,7 +50,7 @@ export function register(program: Command): void {
           onError: (error) => logLine({ level: "error", event: "alert_error", error: error instanceof Error ? error.message : String(error) }),
         })
       : undefined;
-    alerter?.start();
+    void alerter?.start();
     const shutdown = () => {
       void (async () => {
         await alerter?.stop();

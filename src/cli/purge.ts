@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { defaultRetentionMs } from "../maintenance/pruner.js";
+import { defaultRetentionMs } from "../maintenance/purger.js";
 import { humanAge, parseDuration } from "../human-format.js";
 import { type DatabaseFlags, intArg, openFromFlags, withDatabase } from "./common.js";
 
