@@ -39,7 +39,12 @@ export interface ErrandOptions {
   readonly migrate?: boolean;
   /** Pool size when errand creates the pool. Default 10. */
   readonly poolSize?: number;
-  /** Called when an idle connection fails (server restart, network drop); errand reconnects on its own. */
+  /**
+   * Called when one of errand's PostgreSQL connections fails while idle (server restart,
+   * network drop); errand reconnects on its own. Used with `connectionString` or a `pg.Pool`
+   * as `db`; PGlite has no connection to lose. To watch a driver you built yourself, give
+   * `pgDriver` its `onError` instead.
+   */
   readonly onConnectionError?: (error: Error) => void;
 }
 
@@ -128,8 +133,8 @@ export class Errand {
   }
 
   /** Wraps an existing driver (adapters, tests). Does not migrate. */
-  static fromDriver(driver: Driver, options: Omit<ErrandOptions, "connectionString" | "db" | "dataDir" | "migrate" | "poolSize"> = {}): Errand {
-    checkKeys(options, "", ["schema", "kinds", "maxPayloadBytes", "onConnectionError"]);
+  static fromDriver(driver: Driver, options: Omit<ErrandOptions, "connectionString" | "db" | "dataDir" | "migrate" | "poolSize" | "onConnectionError"> = {}): Errand {
+    checkKeys(options, "", ["schema", "kinds", "maxPayloadBytes"]);
     const { schema, kinds, maxPayloadBytes } = settings(options);
     return new Errand(driver, schema, kinds, maxPayloadBytes);
   }
