@@ -22,7 +22,7 @@ interface PlanFlags {
 export function register(program: Command): void {
   program
     .command("plan")
-    .description("print a retry policy's schedule (the seed's table) and/or the workers a rate × duration needs")
+    .description("print a retry policy's schedule (wait and cumulative wait per failure) and/or the workers a rate × duration needs")
     .option("--base <duration>", "wait after the first failure (default 30s)")
     .option("--cap <duration>", "longest single wait (default 1h)")
     .option("--factor <n>", "growth per failure (default 2)")
