@@ -62,7 +62,7 @@ function formatTable(list: readonly ScheduleInfo[]): string {
 
 function lastOutcome(s: ScheduleInfo): string {
   const enqueued = s.lastEnqueued && s.lastSlot && s.lastEnqueued.slot.getTime() === s.lastSlot.getTime() ? s.lastEnqueued : null;
-  if (enqueued) return ` (job ${enqueued.jobId} ${enqueued.status ?? "pruned"})`;
+  if (enqueued) return ` (job ${enqueued.jobId} ${enqueued.status ?? "purged"})`;
   if (s.lastSkipped && s.lastSlot && s.lastSkipped.slot.getTime() === s.lastSlot.getTime()) return ` (skipped: ${s.lastSkipped.reason.split(":")[0]})`;
   return "";
 }

@@ -40,7 +40,7 @@ export function register(program: Command): void {
       .option("--poll-interval <seconds>", "fallback poll when no notification arrives (default 1)", secondsArg(false))
       .option("--verbose", "also log every successful job")
       .option("--no-scheduler", "do not enqueue due schedule slots from this process (default: run the scheduler; safe in every worker)")
-      .option("--no-pruner", "do not delete done jobs older than 7 days from this process (default: prune hourly; safe in every worker)")
+      .option("--no-pruner", "do not delete done jobs older than 7 days from this process (default: purge hourly; safe in every worker)")
       .option("--metrics-port <n>", "serve Prometheus /metrics on this port: queue gauges and this worker's job metrics", intArg(0, 65_535)),
   ).action(async (flags: WorkerFlags) => {
     // Signals are handled from the first moment: a SIGTERM while the worker is still

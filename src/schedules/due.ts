@@ -117,7 +117,7 @@ export async function handleDue(
   }
   if (runs[0].length > 0) await tx.query(q.insertRuns.text, runs);
   await tx.query(q.advance.text, advance);
-  await tx.query(q.pruneRuns.text, [advance[0], new Date(now.getTime() - runRetentionMs).toISOString()]);
+  await tx.query(q.trimRuns.text, [advance[0], new Date(now.getTime() - runRetentionMs).toISOString()]);
   return { handled, events };
 }
 

@@ -20,7 +20,7 @@ export interface ScheduleInfo {
   readonly nextRun: Date | null;
   /** The latest slot handled: enqueued, skipped or dropped as missed. */
   readonly lastSlot: Date | null;
-  /** The latest slot enqueued, its job, and that job's status now (null once the job was pruned). */
+  /** The latest slot enqueued, its job, and that job's status now (null once the job was purged). */
   readonly lastEnqueued: { readonly slot: Date; readonly jobId: string; readonly status: JobStatus | null } | null;
   /** The latest slot whose job finished `done`, and when. */
   readonly lastSuccess: { readonly slot: Date; readonly at: Date | null; readonly jobId: string } | null;
