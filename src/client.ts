@@ -1,6 +1,6 @@
 import pg from "pg";
 import { PGlite } from "@electric-sql/pglite";
-import { ErrandError, ValidationError } from "./errors.js";
+import { ErrandError, NotFoundError, ValidationError } from "./errors.js";
 import { defaultDataDir, openEmbedded } from "./driver/embedded.js";
 import { pgDriver } from "./driver/pg.js";
 import { pgliteDriver } from "./driver/pglite.js";
@@ -13,18 +13,13 @@ import { type RetryPolicy, checkMaxAttempts, defaultMaxAttempts, defaultRetryPol
 import { type Queries, queriesFor } from "./sql/queries.js";
 import { checkSchemaName, defaultSchema } from "./sql/schema.js";
 import { Worker, type WorkerOptions } from "./worker/worker.js";
-import { Schedules } from "./maintenance/schedules.js";
-import { type PruneOptions, type PruneResult, prune } from "./maintenance/pruner.js";
+import { Schedules } from "./schedules/schedules.js";
+import { type PurgeOptions, type PurgeResult, purgeJobs } from "./maintenance/purger.js";
 import { type QueueStats, readStats } from "./observe/stats.js";
 import { traceEnqueue } from "./observe/tracing.js";
 
-/**
- * Anything with `query(text, params)` resolving to `{ rows }`: a `pg` Pool, Client or
- * PoolClient (inside your `BEGIN`), a PGlite instance or PGlite transaction.
- */
-export interface SqlClient {
-  query(text: string, params?: unknown[]): Promise<{ rows: unknown[] }>;
-}
+/** @deprecated The same type as {@link Queryable}, under its former name. */
+export type SqlClient = Queryable;
 
 /** How to reach the database. With none of these, errand opens the embedded PGlite database. */
 export interface ErrandOptions {
@@ -44,7 +39,12 @@ export interface ErrandOptions {
   readonly migrate?: boolean;
   /** Pool size when errand creates the pool. Default 10. */
   readonly poolSize?: number;
-  /** Called when an idle connection fails (server restart, network drop); errand reconnects on its own. */
+  /**
+   * Called when one of errand's PostgreSQL connections fails while idle (server restart,
+   * network drop); errand reconnects on its own. Used with `connectionString` or a `pg.Pool`
+   * as `db`; PGlite has no connection to lose. To watch a driver you built yourself, give
+   * `pgDriver` its `onError` instead.
+   */
   readonly onConnectionError?: (error: Error) => void;
 }
 
@@ -63,7 +63,7 @@ export interface EnqueueOptions {
   /** Backoff for this job only. */
   readonly retry?: Partial<RetryPolicy>;
   /** Your connection or open transaction: the job commits or rolls back with it. */
-  readonly db?: SqlClient;
+  readonly db?: Queryable;
 }
 
 /** One job for {@link Errand.enqueueMany}. */
@@ -133,8 +133,8 @@ export class Errand {
   }
 
   /** Wraps an existing driver (adapters, tests). Does not migrate. */
-  static fromDriver(driver: Driver, options: Omit<ErrandOptions, "connectionString" | "db" | "dataDir" | "migrate" | "poolSize"> = {}): Errand {
-    checkKeys(options, "", ["schema", "kinds", "maxPayloadBytes", "onConnectionError"]);
+  static fromDriver(driver: Driver, options: Omit<ErrandOptions, "connectionString" | "db" | "dataDir" | "migrate" | "poolSize" | "onConnectionError"> = {}): Errand {
+    checkKeys(options, "", ["schema", "kinds", "maxPayloadBytes"]);
     const { schema, kinds, maxPayloadBytes } = settings(options);
     return new Errand(driver, schema, kinds, maxPayloadBytes);
   }
@@ -162,15 +162,15 @@ export class Errand {
   }
 
   /** Enqueues many jobs in one statement (one round trip). Results are in input order. */
-  enqueueMany(specs: readonly JobSpec[], options: { readonly db?: SqlClient | undefined } = {}): Promise<EnqueueResult[]> {
+  enqueueMany(specs: readonly JobSpec[], options: { readonly db?: Queryable | undefined } = {}): Promise<EnqueueResult[]> {
     return traceEnqueue(specs, () => this.#enqueueMany(specs, options));
   }
 
-  async #enqueueMany(specs: readonly JobSpec[], options: { readonly db?: SqlClient | undefined }): Promise<EnqueueResult[]> {
+  async #enqueueMany(specs: readonly JobSpec[], options: { readonly db?: Queryable | undefined }): Promise<EnqueueResult[]> {
     if (!Array.isArray(specs)) throw new ValidationError("jobs", "must be an array");
     if (specs.length === 0) return [];
     const { json, dedupeKeys } = this.#rows(specs);
-    const db = options.db as Queryable | undefined;
+    const db = options.db;
     const run = <Row>(text: { name: string; text: string }, params: readonly unknown[]) =>
       db ? db.query<Row>(text.text, params) : this.driver.run<Row>(text, params);
     if (dedupeKeys.every((key) => key === null)) {
@@ -239,8 +239,8 @@ export class Errand {
   }
 
   /** Deletes done jobs past the retention (default 7 days) in small batches; dead jobs only if asked. */
-  purge(options: PruneOptions = {}): Promise<PruneResult> {
-    return prune(this.driver, this.schema, options);
+  purge(options: PurgeOptions = {}): Promise<PurgeResult> {
+    return purgeJobs(this.driver, this.schema, options);
   }
 
   /** Dead letters: the jobs a person must look at. */
@@ -270,7 +270,7 @@ export class Errand {
       if (ids) {
         const missing = ids.filter((id) => !done.includes(id));
         if (missing.length > 0) {
-          throw new ErrandError("not_found", `no dead job with id ${missing.join(", ")} (it does not exist or is not dead); nothing was changed`);
+          throw new NotFoundError(`no dead job with id ${missing.join(", ")} (it does not exist or is not dead); nothing was changed`);
         }
       }
       return done;

@@ -1,12 +1,51 @@
 /**
+ * Every code an {@link ErrandError} carries, so `switch (err.code)` is checked by the
+ * compiler. Bad input and missing things have their own classes ({@link ValidationError},
+ * {@link NotFoundError}); the rest are failures of the environment or of a run.
+ */
+export type ErrandErrorCode =
+  /** Bad input; always a {@link ValidationError}, which names the field. */
+  | "invalid_argument"
+  /** A job, dead job or schedule named by the caller does not exist; a {@link NotFoundError}. */
+  | "not_found"
+  /** A handler gave up for good; a {@link PermanentError}: the job goes `dead` without retries. */
+  | "permanent_failure"
+  /** A job's kind has no handler; an {@link UnknownKindError}. */
+  | "unknown_kind"
+  /** The PostgreSQL server could not be reached when opening. */
+  | "connect_failed"
+  /** The embedded database's folder could not be opened. */
+  | "embedded_open_failed"
+  /** Another live process holds the embedded database's lock file. */
+  | "embedded_locked"
+  /** A job with the same dedupe key was neither inserted nor found (deleted concurrently). */
+  | "dedupe_race"
+  /** A worker was started twice, or `runOnce()` was called on a started one. */
+  | "worker_state"
+  /** The job's lease was taken away (rescued or re-claimed); its handler's signal aborts with this. */
+  | "lease_lost"
+  /** The job's lease could not be extended before it ran out; its handler's signal aborts with this. */
+  | "lease_expired"
+  /** The worker is stopping past its deadline; the handler's signal aborts with this and the job runs again. */
+  | "shutdown"
+  /** An alert notifier (webhook, Telegram) did not deliver. */
+  | "notify_failed"
+  /** `drain()` (errand/testing) ran its `maxJobs` and jobs are still due. */
+  | "drain_limit"
+  /** The migration list shipped in the build is empty or out of order (a broken bundle). */
+  | "invalid_migrations"
+  /** An isolated handler's thread or process exited before the handler finished. */
+  | "isolate_exited";
+
+/**
  * Every error errand raises on purpose is an {@link ErrandError} with a stable `code`,
  * so callers can branch on `err.code` instead of parsing messages.
  */
 export class ErrandError extends Error {
   /** A stable, machine-readable code such as `"invalid_argument"`. */
-  readonly code: string;
+  readonly code: ErrandErrorCode;
 
-  constructor(code: string, message: string, options?: { cause?: unknown }) {
+  constructor(code: ErrandErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = "ErrandError";
     this.code = code;
@@ -25,6 +64,18 @@ export class ValidationError extends ErrandError {
     super("invalid_argument", `${field}: ${message}`);
     this.name = "ValidationError";
     this.field = field;
+  }
+}
+
+/**
+ * What the caller named does not exist: a dead job to retry or discard, a schedule to
+ * pause, resume or remove. The message says what was looked for (and, for a schedule,
+ * the nearest name); nothing was changed.
+ */
+export class NotFoundError extends ErrandError {
+  constructor(message: string) {
+    super("not_found", message);
+    this.name = "NotFoundError";
   }
 }
 

@@ -6,7 +6,7 @@
  * @module
  */
 export { Errand, type ErrandOptions, type EnqueueOptions, type EnqueueResult, type JobSpec, type DeadSelector, type SqlClient } from "./client.js";
-export { ErrandError, ValidationError, PermanentError, UnknownKindError, permanent } from "./errors.js";
+export { ErrandError, type ErrandErrorCode, ValidationError, NotFoundError, PermanentError, UnknownKindError, permanent } from "./errors.js";
 export type { Job, JobStatus, JobError } from "./job.js";
 export type { KindOptions } from "./options.js";
 export { snooze, type Snooze } from "./outcomes.js";
@@ -17,17 +17,17 @@ export type { Worker, WorkerOptions, WorkerEvent } from "./worker/worker.js";
 export type { Handler, Handlers, JobContext } from "./worker/handlers.js";
 export type { ClaimedJob } from "./worker/executor.js";
 export { isolated, type IsolatedHandler, type IsolatedOptions, type IsolationMode } from "./worker/isolated.js";
-export { Schedules, type DeclareOptions } from "./maintenance/schedules.js";
-export { Scheduler, type SchedulerOptions, type SchedulerEvent, type SchedulerTick } from "./maintenance/scheduler.js";
-export type { ScheduleSpec, OverlapPolicy, MissedPolicy, ScheduleJobOptions } from "./maintenance/schedule-spec.js";
-export type { ScheduleInfo } from "./maintenance/schedule-info.js";
+export { Schedules, type DeclareOptions } from "./schedules/schedules.js";
+export { Scheduler, type SchedulerOptions, type SchedulerEvent, type SchedulerTick } from "./schedules/scheduler.js";
+export type { ScheduleSpec, OverlapPolicy, MissedPolicy, ScheduleJobOptions } from "./schedules/spec.js";
+export type { ScheduleInfo } from "./schedules/info.js";
 export type { Clock } from "./clock.js";
 export type { QueueStats, KindStats, WindowStats } from "./observe/stats.js";
-export { Pruner, type PrunerOptions, type PruneOptions, type PruneResult, defaultRetentionMs } from "./maintenance/pruner.js";
+export { Purger, type PurgerOptions, type PurgeOptions, type PurgeResult, defaultRetentionMs, Pruner, type PrunerOptions, type PruneOptions, type PruneResult } from "./maintenance/purger.js";
 export { Alerter, evaluateRules, type AlerterOptions, type AlertRules, type Alert, type Notifier } from "./observe/alerts.js";
 export { memoryIncidents, tableIncidents, type IncidentStore, type OpenIncident } from "./observe/incidents.js";
 export { webhookNotifier, telegramNotifier, type WebhookOptions, type TelegramOptions } from "./observe/notifiers.js";
-export { retrySchedule, retryPlanText, capacity, capacityPlanText, type RetryStep, type RetryPlanOptions, type CapacityOptions } from "./observe/plan.js";
+export { retrySchedule, retryPlanText, capacity, capacityPlanText, type RetryStep, type RetryPlanOptions, type CapacityOptions } from "./planning.js";
 export { fromPostgresJs, type PostgresJsSql } from "./driver/postgres-js.js";
 export { fromKysely, type KyselyExecutor, type KyselyRawQuery } from "./driver/kysely.js";
 export { fromDrizzle, type DrizzleDatabase, type DrizzleSqlHelper } from "./driver/drizzle.js";

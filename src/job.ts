@@ -9,7 +9,7 @@ import type { Json } from "./payload.js";
  * - `running` → `dead`: a permanent error, the last attempt failing, or the rescuer
  *   burying a job whose last attempt's lease expired.
  * - `dead` → `ready`: a person retrying it (attempts reset); `dead` → deleted: discard.
- * - `done` → deleted: the pruner, after the retention period.
+ * - `done` → deleted: the purger (`errand purge`), after the retention period.
  */
 export type JobStatus = "ready" | "running" | "done" | "dead";
 

@@ -1,3 +1,5 @@
+import { ValidationError } from "./errors.js";
+
 const tag: unique symbol = Symbol.for("errand.outcome");
 
 /** A handler's request to run the job again later without spending an attempt. */
@@ -16,7 +18,7 @@ export interface Snooze {
  * ```
  */
 export function snooze(delayMs: number): Snooze {
-  if (!Number.isFinite(delayMs) || delayMs < 0) throw new RangeError(`snooze: delayMs must be a number ≥ 0 (got ${delayMs})`);
+  if (!Number.isFinite(delayMs) || delayMs < 0) throw new ValidationError("delayMs", `snooze needs a number of milliseconds ≥ 0 (got ${String(delayMs)})`);
   return { [tag]: "snooze", delayMs };
 }
 

@@ -2,8 +2,8 @@ import { describe, expect, it } from "vitest";
 import { defaultMaxAttempts, defaultRetryPolicy, resolveRetryPolicy, retryDelay } from "./retry-policy.js";
 
 describe("retryDelay", () => {
-  // The seed's table: failure #, wait, cumulative (before jitter).
-  const seedTable: [number, number, number][] = [
+  // The default policy's waits in seconds: failure #, wait, cumulative (before jitter).
+  const defaultTable: [number, number, number][] = [
     [1, 30, 30],
     [2, 60, 90],
     [3, 120, 210],
@@ -13,9 +13,9 @@ describe("retryDelay", () => {
     [7, 1920, 3810],
   ];
 
-  it("matches the seed's table before jitter (random = 1)", () => {
+  it("waits 30 s, doubling, 3,810 s in all before the 8th attempt (random = 1, no jitter)", () => {
     let cumulative = 0;
-    for (const [failure, wait, total] of seedTable) {
+    for (const [failure, wait, total] of defaultTable) {
       const delay = retryDelay(failure, defaultRetryPolicy, () => 1) / 1000;
       cumulative += delay;
       expect(delay).toBe(wait);
@@ -23,8 +23,8 @@ describe("retryDelay", () => {
     }
   });
 
-  it("stays within ×0.5–1.0 jitter of the seed's waits", () => {
-    for (const [failure, wait] of seedTable) {
+  it("stays within ×0.5–1.0 jitter of those waits", () => {
+    for (const [failure, wait] of defaultTable) {
       for (let i = 0; i < 200; i++) {
         const delay = retryDelay(failure) / 1000;
         expect(delay).toBeGreaterThanOrEqual(wait * 0.5);

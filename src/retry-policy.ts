@@ -4,7 +4,7 @@ import { ValidationError } from "./errors.js";
  * How long to wait after failure number `n`:
  * `min(maxDelayMs, baseDelayMs × factor^(n−1)) × (1 − jitter + jitter × random)`.
  *
- * The defaults are the seed's: 30 s doubling, capped at 1 hour, times a 0.5–1.0 jitter,
+ * The defaults: 30 s doubling, capped at 1 hour, times a 0.5–1.0 jitter,
  * and 8 attempts — enough to ride out a 20-minute outage even if jitter rolls its
  * minimum every time.
  */
@@ -19,7 +19,7 @@ export interface RetryPolicy {
   readonly jitter: number;
 }
 
-/** The seed's policy. */
+/** The default policy: 30 s after the first failure, doubling, at most 1 hour, ×0.5–1.0 jitter. */
 export const defaultRetryPolicy: RetryPolicy = Object.freeze({
   baseDelayMs: 30_000,
   maxDelayMs: 3_600_000,

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { Pruner } from "../src/maintenance/pruner.js";
-import { type TestErrand, eventually, testErrand } from "./support/db.js";
+import { Pruner, Purger } from "../src/maintenance/purger.js";
+import { type TestErrand, testErrand } from "./support/db.js";
 
 let t: TestErrand;
 beforeEach(async () => {
@@ -25,7 +25,7 @@ async function seed(n: number, kind: string, status: "done" | "dead", daysAgo: n
 
 const count = async (where: string) => Number((await t.sql<{ n: string }>(`SELECT count(*) AS n FROM ${t.schema}.jobs WHERE ${where}`))[0]!.n);
 
-describe("pruner", () => {
+describe("purger", () => {
   it("deletes done jobs past 7 days in small batches and keeps dead jobs", async () => {
     await seed(20_000, "old", "done", 8);
     await seed(3_000, "recent", "done", 6);
@@ -69,13 +69,23 @@ describe("pruner", () => {
   it("runs on a timer with start/stop and rejects bad options by name", async () => {
     await seed(5, "k", "done", 10);
     const results: number[] = [];
-    const pruner = new Pruner(t.errand.driver, t.schema, { intervalMs: 60_000, onPrune: (r) => results.push(r.done) });
-    pruner.start();
-    await eventually(() => results.length === 1, 10_000, "first prune");
-    await pruner.stop();
+    const purger = new Purger(t.errand.driver, t.schema, { intervalMs: 60_000, onPurge: (r) => results.push(r.done) });
+    await purger.start(); // resolves after the first purge
     expect(results).toEqual([5]);
+    await purger.stop();
+    expect(results).toEqual([5]);
+    await expect(purger.runOnce()).resolves.toMatchObject({ done: 0 });
     await expect(t.errand.purge({ batchSize: 0 })).rejects.toThrow(/batchSize: must be an integer/);
     await expect(t.errand.purge({ olderThanMs: -1 })).rejects.toThrow(/olderThanMs: must be a number of milliseconds/);
     await expect(t.errand.purge({ olderThan: 1 } as never)).rejects.toThrow(/olderThan: unknown option — did you mean 'olderThanMs'\?/);
+  });
+
+  it("still answers to its former name Pruner, whose onPrune receives each result", async () => {
+    await seed(3, "k", "done", 10);
+    const results: number[] = [];
+    const pruner = new Pruner(t.errand.driver, t.schema, { onPrune: (r) => results.push(r.done) });
+    await pruner.start();
+    await pruner.stop();
+    expect(results).toEqual([3]);
   });
 });

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ErrandError, type Schedules, type ScheduleSpec, ValidationError } from "../src/index.js";
+import { type ErrandError, NotFoundError, type Schedules, type ScheduleSpec, ValidationError } from "../src/index.js";
 import { type TestErrand, eventually, testErrand } from "./support/db.js";
 
 let t: TestErrand;
@@ -239,7 +239,7 @@ describe("pause, resume, remove", () => {
     expect(await slots()).toHaveLength(1);
     await schedules.declare([hourly({ name: "nightly" })]);
     const error = await schedules.pause("nighty").catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(ErrandError);
+    expect(error).toBeInstanceOf(NotFoundError);
     expect((error as ErrandError).code).toBe("not_found");
     expect((error as Error).message).toMatch(/did you mean 'nightly'/);
     await expect(schedules.resume("nope")).rejects.toThrow(/no schedule named 'nope'/);

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { PermanentError, snooze, type JobContext, type WorkerEvent } from "../src/index.js";
+import { NotFoundError, PermanentError, snooze, type JobContext, type WorkerEvent } from "../src/index.js";
 import { type TestErrand, eventually, testErrand } from "./support/db.js";
 
 let t: TestErrand;
@@ -229,6 +229,7 @@ describe("dead letters", () => {
     const dead = await makeDead("email", 2);
     const { id: alive } = await t.errand.enqueue("email", {});
     await expect(t.errand.dead.discard({ ids: [dead[0]!, alive, "999999"] })).rejects.toThrow(`no dead job with id ${alive}, 999999`);
+    await expect(t.errand.dead.retry({ ids: ["999999"] })).rejects.toBeInstanceOf(NotFoundError);
     expect(await t.errand.dead.list()).toHaveLength(2);
     expect(await t.errand.dead.discard({ ids: [dead[0]!] })).toEqual([dead[0]]);
     expect(await t.errand.getJob(dead[0]!)).toBeNull();

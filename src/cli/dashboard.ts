@@ -12,7 +12,7 @@ interface DashboardFlags extends DatabaseFlags {
 }
 
 /** True for names and addresses that only this machine can reach. */
-export function isLoopback(host: string): boolean {
+function isLoopback(host: string): boolean {
   const bare = host.replace(/^\[|\]$/g, "");
   if (bare === "localhost" || bare === "::1") return true;
   return isIP(bare) === 4 && bare.startsWith("127.");
@@ -37,7 +37,7 @@ export function register(program: Command): void {
       );
     }
     // Loaded here, not at the top: every other command starts without the web server's modules.
-    const [{ serve }, { createDashboard }] = await Promise.all([import("@hono/node-server"), import("../dashboard/dashboard.js")]);
+    const [{ serve }, { createDashboard }] = await Promise.all([import("@hono/node-server"), import("../dashboard/app.js")]);
     const trustedOrigins = flags.trustedOrigin ?? [];
     try {
       checkTrustedOrigins(trustedOrigins, "--trusted-origin");

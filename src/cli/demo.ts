@@ -4,12 +4,12 @@ import { PermanentError } from "../errors.js";
 import type { WorkerEvent } from "../worker/worker.js";
 import { type DatabaseFlags, openFromFlags, withDatabase } from "./common.js";
 
-/** 30 s of the seed's backoff plays as 150 ms here. */
+/** 30 s of the default backoff plays as 150 ms here. */
 const scale = 200;
 const schema = "errand_demo";
 
 export function register(program: Command): void {
-  withDatabase(program.command("demo").description("play the seed's sign-up story: transactional enqueue, a flaky SMTP retried with backoff, a poison job going dead")).action(
+  withDatabase(program.command("demo").description("play a sign-up story: transactional enqueue, a flaky SMTP retried with backoff, a poison job going dead")).action(
     async (flags: DatabaseFlags) => {
       await runDemo(flags);
     },
@@ -21,8 +21,8 @@ async function runDemo(flags: DatabaseFlags): Promise<void> {
   const at = () => `+${((systemClock.now() - start) / 1000).toFixed(3)}s`.padEnd(9);
   const say = (line: string) => console.log(`  ${at()} ${line}`);
   const where = flags.databaseUrl ? "PostgreSQL" : `the embedded database (${flags.dataDir ?? ".errand/data"})`;
-  console.log(`errand demo: the seed's sign-up story on ${where}, schema ${schema}`);
-  console.log(`Backoff is the seed's (30 s doubling, ×0.5–1.0 jitter) scaled 1:${scale}, so minutes of retries play out in seconds.\n`);
+  console.log(`errand demo: a sign-up story on ${where}, schema ${schema}`);
+  console.log(`Backoff is the default (30 s doubling, ×0.5–1.0 jitter) scaled 1:${scale}, so minutes of retries play out in seconds.\n`);
 
   if (!flags.databaseUrl) say("opening the embedded database (the first run creates it: a few seconds)");
   const opening = await openFromFlags({ ...flags, schema }, { migrate: false });

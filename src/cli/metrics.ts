@@ -1,7 +1,7 @@
 import { type Command, InvalidArgumentError } from "commander";
 import { tableIncidents } from "../observe/incidents.js";
 import { Alerter, type Notifier } from "../observe/alerts.js";
-import { parseDuration } from "../observe/duration.js";
+import { parseDuration } from "../human-format.js";
 import { startMetricsServer } from "../observe/metrics-server.js";
 import { telegramNotifier, webhookNotifier } from "../observe/notifiers.js";
 import { type DatabaseFlags, intArg, logLine, openFromFlags, withDatabase } from "./common.js";
@@ -50,7 +50,7 @@ export function register(program: Command): void {
           onError: (error) => logLine({ level: "error", event: "alert_error", error: error instanceof Error ? error.message : String(error) }),
         })
       : undefined;
-    alerter?.start();
+    void alerter?.start();
     const shutdown = () => {
       void (async () => {
         await alerter?.stop();

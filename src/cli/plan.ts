@@ -1,7 +1,7 @@
 import { type Command, InvalidArgumentError } from "commander";
 import { ValidationError } from "../errors.js";
-import { parseDuration } from "../observe/duration.js";
-import { capacityPlanText, parseRate, retryPlanText } from "../observe/plan.js";
+import { parseDuration } from "../human-format.js";
+import { capacityPlanText, parseRate, retryPlanText } from "../planning.js";
 import { defaultMaxAttempts, defaultRetryPolicy } from "../retry-policy.js";
 import { intArg } from "./common.js";
 
@@ -22,7 +22,7 @@ interface PlanFlags {
 export function register(program: Command): void {
   program
     .command("plan")
-    .description("print a retry policy's schedule (the seed's table) and/or the workers a rate × duration needs")
+    .description("print a retry policy's schedule (wait and cumulative wait per failure) and/or the workers a rate × duration needs")
     .option("--base <duration>", "wait after the first failure (default 30s)")
     .option("--cap <duration>", "longest single wait (default 1h)")
     .option("--factor <n>", "growth per failure (default 2)")

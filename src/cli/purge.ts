@@ -1,6 +1,6 @@
 import type { Command } from "commander";
-import { defaultRetentionMs } from "../maintenance/pruner.js";
-import { humanAge, parseDuration } from "../observe/duration.js";
+import { defaultRetentionMs } from "../maintenance/purger.js";
+import { humanAge, parseDuration } from "../human-format.js";
 import { type DatabaseFlags, intArg, openFromFlags, withDatabase } from "./common.js";
 
 interface PurgeFlags extends DatabaseFlags {

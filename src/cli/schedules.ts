@@ -1,6 +1,6 @@
 import type { Command } from "commander";
-import type { ScheduleInfo } from "../maintenance/schedule-info.js";
-import type { SchedulerEvent } from "../maintenance/scheduler.js";
+import type { ScheduleInfo } from "../schedules/info.js";
+import type { SchedulerEvent } from "../schedules/scheduler.js";
 import { type DatabaseFlags, logLine, openFromFlags, withDatabase } from "./common.js";
 
 /** `errand schedules [list|pause|resume|remove]`. */
@@ -44,7 +44,7 @@ export function register(program: Command): void {
 }
 
 /** An aligned table, one schedule per row. */
-export function formatTable(list: readonly ScheduleInfo[]): string {
+function formatTable(list: readonly ScheduleInfo[]): string {
   const header = ["NAME", "CRON", "ZONE", "KIND", "NEXT RUN", "LAST SLOT", "LAST SUCCESS", "POLICY"];
   const rows = list.map((s) => [
     s.name,
@@ -62,7 +62,7 @@ export function formatTable(list: readonly ScheduleInfo[]): string {
 
 function lastOutcome(s: ScheduleInfo): string {
   const enqueued = s.lastEnqueued && s.lastSlot && s.lastEnqueued.slot.getTime() === s.lastSlot.getTime() ? s.lastEnqueued : null;
-  if (enqueued) return ` (job ${enqueued.jobId} ${enqueued.status ?? "pruned"})`;
+  if (enqueued) return ` (job ${enqueued.jobId} ${enqueued.status ?? "purged"})`;
   if (s.lastSkipped && s.lastSlot && s.lastSkipped.slot.getTime() === s.lastSlot.getTime()) return ` (skipped: ${s.lastSkipped.reason.split(":")[0]})`;
   return "";
 }

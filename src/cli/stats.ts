@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { humanAge } from "../observe/duration.js";
+import { humanAge } from "../human-format.js";
 import type { KindStats, QueueStats } from "../observe/stats.js";
 import { type DatabaseFlags, openFromFlags, secondsArg, withDatabase } from "./common.js";
 
@@ -68,7 +68,7 @@ const columns: readonly [string, (s: KindStats) => string][] = [
 ];
 
 /** The stats as an aligned table, one row per kind and a total. */
-export function formatStats(stats: QueueStats, withTotal = true): string {
+function formatStats(stats: QueueStats, withTotal = true): string {
   const rows: string[][] = [["kind", ...columns.map(([name]) => name)]];
   for (const [kind, s] of Object.entries(stats.kinds)) rows.push([kind, ...columns.map(([, cell]) => cell(s))]);
   if (withTotal) rows.push(["(total)", ...columns.map(([, cell]) => cell(stats.total))]);

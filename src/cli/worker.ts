@@ -3,7 +3,7 @@ import { pathToFileURL } from "node:url";
 import { type Command, InvalidArgumentError } from "commander";
 import type { Handlers } from "../worker/handlers.js";
 import type { WorkerEvent } from "../worker/worker.js";
-import { Pruner } from "../maintenance/pruner.js";
+import { Purger } from "../maintenance/purger.js";
 import { startMetricsServer } from "../observe/metrics-server.js";
 import { logSchedulerEvent } from "./schedules.js";
 import { type DatabaseFlags, intArg, logLine, openFromFlags, secondsArg, withDatabase } from "./common.js";
@@ -41,7 +41,7 @@ export function register(program: Command): void {
       .option("--poll-interval <seconds>", "fallback poll when no notification arrives (default 1)", secondsArg(false))
       .option("--verbose", "also log every successful job")
       .option("--no-scheduler", "do not enqueue due schedule slots from this process (default: run the scheduler; safe in every worker)")
-      .option("--no-pruner", "do not delete done jobs older than 7 days from this process (default: prune hourly; safe in every worker)")
+      .option("--no-pruner", "do not delete done jobs older than 7 days from this process (default: purge hourly; safe in every worker)")
       .option("--metrics-port <n>", "serve Prometheus /metrics on this port: queue gauges and this worker's job metrics; and /healthz, a liveness probe", intArg(0, 65_535))
       .option("--max-event-loop-lag <seconds>", "/healthz answers 503 when the event loop was blocked longer than this in the last 10 s (default 1)", secondsArg(false)),
   ).action(async (flags: WorkerFlags) => {
@@ -97,15 +97,15 @@ export function register(program: Command): void {
       },
     });
     const scheduler = flags.scheduler === false ? undefined : errand.schedules.scheduler({ onEvent: logSchedulerEvent });
-    const pruner =
+    const purger =
       flags.pruner === false
         ? undefined
-        : new Pruner(errand.driver, errand.schema, {
-            onPrune: (result) => result.done + result.dead > 0 && logLine({ level: "info", event: "pruned", ...result }),
+        : new Purger(errand.driver, errand.schema, {
+            onPurge: (result) => result.done + result.dead > 0 && logLine({ level: "info", event: "pruned", ...result }),
             onError: (error) => logLine({ level: "error", event: "error", during: "prune", error: String(error) }),
           });
     stop = () =>
-      Promise.all([worker.stop(), scheduler?.stop(), pruner?.stop()])
+      Promise.all([worker.stop(), scheduler?.stop(), purger?.stop()])
         .then(() => metrics?.close())
         .then(() => errand.close());
     if (signals > 0) {
@@ -113,7 +113,7 @@ export function register(program: Command): void {
       return;
     }
     await scheduler?.start();
-    pruner?.start();
+    void purger?.start(); // not awaited: a first purge of a large table must not delay the worker
     await worker.start();
   });
 }

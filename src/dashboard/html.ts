@@ -23,7 +23,7 @@ export type Child = Html | string | number | boolean | null | undefined | readon
 const entities: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
 
 /** Escapes text for use in element content and quoted attribute values. */
-export function escapeHtml(text: string): string {
+function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (ch) => entities[ch]!);
 }
 

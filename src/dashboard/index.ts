@@ -12,5 +12,6 @@
  *
  * @module
  */
-export { createDashboard, type DashboardOptions } from "./dashboard.js";
+export { createDashboard } from "./app.js";
+export type { DashboardOptions } from "./context.js";
 export { type DashboardAuth, authFromEnv } from "./security.js";

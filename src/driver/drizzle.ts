@@ -1,4 +1,4 @@
-import type { SqlClient } from "../client.js";
+import type { Queryable } from "./types.js";
 
 /**
  * The parts of Drizzle's `sql` helper (from `drizzle-orm`) errand uses to build a
@@ -38,12 +38,12 @@ export interface DrizzleDatabase<Query> {
  * }); // throw (or tx.rollback()) inside instead, and neither the order nor the job exists
  * ```
  */
-export function fromDrizzle<Query>(db: DrizzleDatabase<Query>, sql: DrizzleSqlHelper<Query>): SqlClient {
+export function fromDrizzle<Query>(db: DrizzleDatabase<Query>, sql: DrizzleSqlHelper<Query>): Queryable {
   return {
-    async query(text, params = []) {
+    async query<Row>(text: string, params: readonly unknown[] = []) {
       const chunks = splitPlaceholders(text).map((part) => (typeof part === "string" ? sql.raw(part) : sql.param(params[part])));
       const result = await db.execute(sql.join(chunks));
-      return { rows: isRows(result) ? [...result] : result.rows };
+      return { rows: (isRows(result) ? [...result] : result.rows) as Row[] };
     },
   };
 }

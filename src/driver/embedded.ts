@@ -29,11 +29,6 @@ export async function openEmbedded(dataDir: string = defaultDataDir): Promise<Dr
   }
 }
 
-/** An in-memory embedded database (tests, one-off scripts). */
-export async function openInMemory(): Promise<Driver> {
-  return pgliteDriver(await PGlite.create(), true);
-}
-
 function takeLock(lockFile: string, dir: string): void {
   for (let attempt = 0; attempt < 2; attempt++) {
     try {

@@ -1,4 +1,4 @@
-import type { SqlClient } from "../client.js";
+import type { Queryable } from "./types.js";
 
 /** A compiled raw statement, the shape Kysely's `CompiledQuery.raw(text, params)` produces. */
 export interface KyselyRawQuery {
@@ -38,10 +38,10 @@ let queries = 0;
  * }); // throw inside instead, and neither the order nor the job exists
  * ```
  */
-export function fromKysely(db: KyselyExecutor): SqlClient {
+export function fromKysely(db: KyselyExecutor): Queryable {
   const plain = db.withoutPlugins();
   return {
-    async query(text, params = []) {
+    async query<Row>(text: string, params: readonly unknown[] = []) {
       const compiled: KyselyRawQuery = {
         sql: text,
         parameters: params,
@@ -49,7 +49,7 @@ export function fromKysely(db: KyselyExecutor): SqlClient {
         queryId: { queryId: `errand-${++queries}` },
       };
       const { rows } = await plain.executeQuery(compiled);
-      return { rows };
+      return { rows: rows as Row[] };
     },
   };
 }

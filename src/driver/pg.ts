@@ -61,7 +61,7 @@ export function pgDriver(pool: pg.Pool, ownsPool = false, options: PgDriverOptio
 }
 
 /** Adapts a `pg` client to {@link Queryable}. */
-export function wrapClient(client: pg.ClientBase | pg.Pool): Queryable {
+function wrapClient(client: pg.ClientBase | pg.Pool): Queryable {
   return {
     async query<Row>(text: string, params?: readonly unknown[]) {
       const result = await client.query(text, params as unknown[] | undefined);
@@ -135,6 +135,6 @@ async function listenWithReconnect(
 }
 
 /** Quotes an identifier for SQL text. */
-export function quoteIdent(name: string): string {
+function quoteIdent(name: string): string {
   return `"${name.replaceAll('"', '""')}"`;
 }

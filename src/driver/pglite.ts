@@ -31,7 +31,7 @@ export function pgliteDriver(db: PGlite, ownsDb = false, onClose?: () => void): 
 }
 
 /** Adapts a PGlite transaction to {@link Queryable}. */
-export function wrapTransaction(tx: PGliteTransaction | PGlite): Queryable {
+function wrapTransaction(tx: PGliteTransaction | PGlite): Queryable {
   return {
     async query<Row>(text: string, params?: readonly unknown[]) {
       const result = await tx.query<Row>(text, params as unknown[] | undefined);

@@ -1,4 +1,4 @@
-import type { SqlClient } from "../client.js";
+import type { Queryable } from "./types.js";
 
 /**
  * The two methods errand calls on a postgres.js `sql`: `unsafe(text, params)`, which runs
@@ -30,15 +30,15 @@ const textOid = 25;
  * }); // throw inside instead, and neither the order nor the job exists
  * ```
  */
-export function fromPostgresJs(sql: PostgresJsSql): SqlClient {
+export function fromPostgresJs(sql: PostgresJsSql): Queryable {
   return {
-    async query(text, params = []) {
+    async query<Row>(text: string, params: readonly unknown[] = []) {
       // postgres.js serialises a string bound to a json/jsonb parameter as a JSON string
       // (`"{…}"`); errand, like pg, sends JSON as text. Typed as text, the string arrives
       // as written and the statement's own cast (`$1::jsonb`) parses it.
       const values = params.map((value) => (typeof value === "string" ? sql.typed(value, textOid) : value));
       const rows = await sql.unsafe(text, values);
-      return { rows: [...rows] };
+      return { rows: [...rows] as Row[] };
     },
   };
 }

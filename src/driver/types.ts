@@ -4,9 +4,11 @@ export interface QueryResult<Row> {
 }
 
 /**
- * The one thing errand needs from a connection: run a statement with `$1…` parameters.
- * A `pg` Pool, Client or PoolClient, a PGlite instance or a PGlite transaction all fit,
- * which is how enqueue joins the caller's transaction.
+ * The one thing errand needs from a connection: run a statement with `$1…` parameters
+ * and get its rows. A `pg` Pool, Client or PoolClient, a PGlite instance or a PGlite
+ * transaction fit as they are; {@link fromPostgresJs}, {@link fromKysely} and
+ * {@link fromDrizzle} adapt the others. Passed as `db` to enqueue, it is how a job joins
+ * the caller's transaction.
  */
 export interface Queryable {
   query<Row = Record<string, unknown>>(text: string, params?: readonly unknown[]): Promise<QueryResult<Row>>;

@@ -1,6 +1,7 @@
 import { ValidationError } from "../errors.js";
+import { Repeater, type Service } from "../maintenance/service.js";
 import { checkKeys } from "../options.js";
-import { humanAge } from "./duration.js";
+import { humanAge } from "../human-format.js";
 import { type IncidentStore, memoryIncidents } from "./incidents.js";
 import type { KindStats, QueueStats } from "./stats.js";
 
@@ -80,20 +81,19 @@ export interface AlerterOptions {
 
 /**
  * Checks the rules against the stats and notifies once when an incident opens and once
- * when it resolves, never on every poll. Lifecycle: `start()`, `stop()`, `runOnce()`.
+ * when it resolves, never on every poll. A {@link Service}: `start()`, `stop()`, `runOnce()`.
  *
  * @example
  * ```ts
  * const alerter = new Alerter({ stats: () => errand.stats(), notifiers: [telegramNotifier({ token, chatId })] });
- * alerter.start();
+ * await alerter.start();
  * ```
  */
-export class Alerter {
+export class Alerter implements Service<Alert[]> {
   readonly #options: AlerterOptions;
   readonly #store: IncidentStore;
   readonly #onError: (error: unknown) => void;
-  #timer: NodeJS.Timeout | undefined;
-  #running: Promise<unknown> | undefined;
+  readonly #repeater: Repeater;
 
   constructor(options: AlerterOptions) {
     checkKeys(options, "", ["stats", "notifiers", "rules", "store", "intervalMs", "onError"]);
@@ -102,6 +102,7 @@ export class Alerter {
     this.#options = options;
     this.#store = options.store ?? memoryIncidents();
     this.#onError = options.onError ?? (() => {});
+    this.#repeater = new Repeater(() => this.runOnce().then(() => {}, this.#onError), options.intervalMs ?? 30_000);
   }
 
   /** Checks once; returns the notifications delivered. */
@@ -134,24 +135,14 @@ export class Alerter {
     return results.some((result) => result.status === "fulfilled");
   }
 
-  /** Checks now and every `intervalMs`. */
-  start(): void {
-    if (this.#timer) return;
-    const tick = () => {
-      this.#running ??= this.runOnce()
-        .catch(this.#onError)
-        .finally(() => (this.#running = undefined));
-    };
-    tick();
-    this.#timer = setInterval(tick, this.#options.intervalMs ?? 30_000);
-    this.#timer.unref();
+  /** Checks now and every `intervalMs`; resolves after the first check. */
+  start(): Promise<void> {
+    return this.#repeater.start();
   }
 
   /** Stops checking and waits for a check in progress. */
-  async stop(): Promise<void> {
-    clearInterval(this.#timer);
-    this.#timer = undefined;
-    await this.#running;
+  stop(): Promise<void> {
+    return this.#repeater.stop();
   }
 }
 

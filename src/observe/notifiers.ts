@@ -36,8 +36,7 @@ export interface TelegramOptions {
 }
 
 /**
- * Sends each alert as a Telegram message through the Bot API's `sendMessage` (the seed:
- * "feed the dead count into a Telegram server alert").
+ * Sends each alert as a Telegram message through the Bot API's `sendMessage`.
  */
 export function telegramNotifier(options: TelegramOptions): Notifier {
   if (typeof options.token !== "string" || !/^\d+:[\w-]+$/.test(options.token)) throw new ValidationError("token", "must be a Telegram bot token (digits:letters)");

@@ -12,7 +12,7 @@ export interface ScheduleQueries {
   readonly jobStatuses: Statement;
   readonly insertRuns: Statement;
   readonly advance: Statement;
-  readonly pruneRuns: Statement;
+  readonly trimRuns: Statement;
   readonly recordSuccesses: Statement;
   readonly pause: Statement;
   readonly resume: Statement;
@@ -120,11 +120,11 @@ function build(s: string): ScheduleQueries {
       WHERE s.name = a.name`),
 
     /*
-     * pruneRuns — forgets the slots of schedules $1 text[] before $2 whose job is no
+     * trimRuns — forgets the slots of schedules $1 text[] before $2 whose job is no
      * longer ready or running (the schedule row keeps the last slot and last success).
      * rows: none
      */
-    pruneRuns: statement(`
+    trimRuns: statement(`
       DELETE FROM ${runs} r
       WHERE r.schedule = ANY($1::text[]) AND r.slot < $2::timestamptz
         AND NOT EXISTS (SELECT 1 FROM ${jobs} j WHERE j.id = r.job_id AND j.status IN ('ready', 'running'))`),

@@ -1,4 +1,4 @@
-import type { ScheduleInfo } from "../../maintenance/schedule-info.js";
+import type { ScheduleInfo } from "../../schedules/info.js";
 import { type Html, html } from "../html.js";
 import { type PageContext, csrfField, href, notice, page, statusBadge, time } from "../layout.js";
 
@@ -19,7 +19,7 @@ export function schedulesPage(ctx: PageContext, schedules: readonly ScheduleInfo
 <th scope="row">${s.name}</th><td>${s.kind}</td><td><code>${s.cron}</code><br><span class="muted">${s.timezone}</span></td>
 <td>${s.paused ? html`<strong>Paused</strong>` : "Active"}</td>
 <td>${time(s.nextRun)}</td><td>${time(s.lastSlot)}</td>
-<td>${s.lastEnqueued ? html`${time(s.lastEnqueued.slot)}<br>${job(s.lastEnqueued.jobId)} ${s.lastEnqueued.status ? statusBadge(s.lastEnqueued.status) : html`<span class="muted">pruned</span>`}` : html`<span class="muted">never</span>`}</td>
+<td>${s.lastEnqueued ? html`${time(s.lastEnqueued.slot)}<br>${job(s.lastEnqueued.jobId)} ${s.lastEnqueued.status ? statusBadge(s.lastEnqueued.status) : html`<span class="muted">purged</span>`}` : html`<span class="muted">never</span>`}</td>
 <td>${s.lastSuccess ? html`${time(s.lastSuccess.slot)}<br>${job(s.lastSuccess.jobId)}` : html`<span class="muted">never</span>`}</td>
 <td>${s.lastSkipped ? html`${time(s.lastSkipped.slot)}<br><span class="muted">${s.lastSkipped.reason}</span>` : html`<span class="muted">—</span>`}</td>
 <td>overlap: ${s.overlap}<br>missed: ${s.missed}${s.missed === "catch_up" ? ` (up to ${s.catchUpLimit})` : ""}</td>

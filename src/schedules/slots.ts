@@ -1,8 +1,8 @@
 import type { Cron } from "croner";
-import type { MissedPolicy, OverlapPolicy } from "./schedule-spec.js";
+import type { MissedPolicy, OverlapPolicy } from "./spec.js";
 
 /** What one tick does with one due schedule. */
-export interface SlotPlan {
+export interface SlotDecision {
   /** Slots to enqueue now, oldest first. */
   readonly enqueue: readonly Date[];
   /** Slots not enqueued because of the overlap policy, with the reason. */
@@ -11,12 +11,12 @@ export interface SlotPlan {
   readonly missed: { readonly from: Date; readonly to: Date; readonly reason: string } | null;
   /** The schedule's next unhandled slot; null when the cron has no more. */
   readonly next: Date | null;
-  /** The latest slot handled by this plan (enqueued, skipped or dropped), if any. */
+  /** The latest slot handled by this decision (enqueued, skipped or dropped), if any. */
   readonly lastHandled: Date | null;
 }
 
-/** What the planner needs to know about one schedule at one instant. */
-export interface PlanInput {
+/** What {@link decideSlots} needs to know about one schedule at one instant. */
+export interface SlotInput {
   readonly cron: Cron;
   /** The schedule's next unhandled slot (a slot of `cron`, at or before `now`). */
   readonly next: Date;
@@ -46,7 +46,7 @@ const maxOnTime = 1_000;
  * The next slot is always computed from the last slot handled (never from "now"), so a
  * local time repeated by a DST fall-back cannot be enqueued twice.
  */
-export function planSlots(input: PlanInput): SlotPlan {
+export function decideSlots(input: SlotInput): SlotDecision {
   const { cron, next, now } = input;
   const cutoff = new Date(now.getTime() - input.graceMs);
 
@@ -58,7 +58,7 @@ export function planSlots(input: PlanInput): SlotPlan {
   }
 
   let kept: Date[] = [];
-  let missed: SlotPlan["missed"] = null;
+  let missed: SlotDecision["missed"] = null;
   if (next < cutoff) {
     const latestMissed = cron.previousRuns(1, cutoff)[0] ?? next;
     const keep = input.missed === "skip" ? 0 : input.missed === "latest" ? 1 : input.catchUpLimit;

@@ -1,12 +1,13 @@
 import type { Clock } from "../clock.js";
 import { ValidationError } from "../errors.js";
 import type { Driver } from "../driver/types.js";
+import { Repeater, type Service } from "../maintenance/service.js";
 import { positiveMs } from "../options.js";
 import { type ScheduleQueries, scheduleQueriesFor } from "../sql/schedules.js";
-import { toDate } from "./schedule-info.js";
-import { type EnqueueFn, type SchedulerEvent, handleDue } from "./tick.js";
+import { toDate } from "./info.js";
+import { type EnqueueFn, type SchedulerEvent, handleDue } from "./due.js";
 
-export type { EnqueueFn, SchedulerEvent } from "./tick.js";
+export type { EnqueueFn, SchedulerEvent } from "./due.js";
 
 /** Options for a {@link Scheduler}. */
 export interface SchedulerOptions {
@@ -31,7 +32,7 @@ const batch = 100;
  * Turns due schedule slots into ordinary jobs. Run one in every worker process if you
  * like: each schedule's row is locked with `FOR UPDATE SKIP LOCKED` and advanced in the
  * same transaction as its jobs are inserted, so every slot is enqueued once. Create one
- * with `errand.schedules.scheduler()`.
+ * with `errand.schedules.scheduler()`. A {@link Service}: `start()`, `stop()`, `runOnce()`.
  *
  * @example
  * ```ts
@@ -41,16 +42,13 @@ const batch = 100;
  * await scheduler.stop();
  * ```
  */
-export class Scheduler {
+export class Scheduler implements Service<SchedulerTick> {
   readonly #driver: Driver;
   readonly #queries: ScheduleQueries;
   readonly #enqueue: EnqueueFn;
-  readonly #intervalMs: number;
   readonly #clock: Clock | undefined;
   readonly #onEvent: (event: SchedulerEvent) => void;
-  #timer: NodeJS.Timeout | undefined;
-  #running = false;
-  #tick: Promise<unknown> = Promise.resolve();
+  readonly #repeater: Repeater;
   #stopped: (() => void)[] = [];
 
   /** Prefer `errand.schedules.scheduler()`. */
@@ -61,30 +59,22 @@ export class Scheduler {
     this.#driver = driver;
     this.#queries = scheduleQueriesFor(schema);
     this.#enqueue = enqueue;
-    this.#intervalMs = options.intervalMs === undefined ? 1000 : positiveMs(options.intervalMs, "intervalMs");
+    const intervalMs = options.intervalMs === undefined ? 1000 : positiveMs(options.intervalMs, "intervalMs");
     this.#clock = options.clock;
     this.#onEvent = options.onEvent ?? (() => {});
+    const tick = () => this.runOnce().then(() => {}, (error: unknown) => this.#onEvent({ type: "error", error }));
+    // Unlike the purger's and the alerter's, this timer holds the process open while the scheduler runs.
+    this.#repeater = new Repeater(tick, intervalMs, { keepAlive: true });
   }
 
-  /** Runs a tick now, then one every `intervalMs` until {@link stop}. */
-  async start(): Promise<void> {
-    if (this.#running) return;
-    this.#running = true;
-    const loop = async (): Promise<void> => {
-      if (!this.#running) return;
-      this.#tick = this.runOnce().catch((error: unknown) => this.#onEvent({ type: "error", error }));
-      await this.#tick;
-      if (this.#running) this.#timer = setTimeout(() => void loop(), this.#intervalMs);
-    };
-    await loop();
+  /** Runs a tick now, then one `intervalMs` after each tick ends, until {@link stop}. Resolves after the first tick. */
+  start(): Promise<void> {
+    return this.#repeater.start();
   }
 
   /** Stops ticking and waits for a tick in progress to finish. */
   async stop(): Promise<void> {
-    this.#running = false;
-    if (this.#timer) clearTimeout(this.#timer);
-    this.#timer = undefined;
-    await this.#tick;
+    await this.#repeater.stop();
     for (const callback of this.#stopped.splice(0)) callback();
   }
 

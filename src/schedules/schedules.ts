@@ -1,10 +1,10 @@
 import type { Clock } from "../clock.js";
-import { ErrandError, ValidationError, closest } from "../errors.js";
+import { NotFoundError, ValidationError, closest } from "../errors.js";
 import type { Driver, Queryable } from "../driver/types.js";
 import { checkKeys } from "../options.js";
 import { type ScheduleQueries, scheduleQueriesFor } from "../sql/schedules.js";
-import { type ScheduleInfo, type ScheduleRow, toDate, toScheduleInfo } from "./schedule-info.js";
-import { type ScheduleSpec, checkName, cronFor, resolveSchedule } from "./schedule-spec.js";
+import { type ScheduleInfo, type ScheduleRow, toDate, toScheduleInfo } from "./info.js";
+import { type ScheduleSpec, checkName, cronFor, resolveSchedule } from "./spec.js";
 import { type EnqueueFn, Scheduler, type SchedulerOptions } from "./scheduler.js";
 
 /** Options for {@link Schedules.declare}. */
@@ -133,11 +133,11 @@ export class Schedules {
     if (rows.length === 0) throw await this.#notFound(name);
   }
 
-  async #notFound(name: string, db?: Queryable): Promise<ErrandError> {
+  async #notFound(name: string, db?: Queryable): Promise<NotFoundError> {
     const { rows } = db ? await db.query<ScheduleRow>(this.#queries.list.text, [null]) : await this.#driver.run<ScheduleRow>(this.#queries.list, [null]);
     const names = rows.map((row) => row.name);
     const hint = closest(name, names);
-    return new ErrandError("not_found", `no schedule named '${name}'${hint ? ` — did you mean '${hint}'?` : ""} (${names.length ? `schedules: ${names.join(", ")}` : "no schedules are declared"})`);
+    return new NotFoundError(`no schedule named '${name}'${hint ? ` — did you mean '${hint}'?` : ""} (${names.length ? `schedules: ${names.join(", ")}` : "no schedules are declared"})`);
   }
 
   async #now(db: Queryable): Promise<Date> {

@@ -1,13 +1,29 @@
-import type { EnqueueResult, JobSpec, SqlClient } from "../client.js";
-import type { Transaction } from "../driver/types.js";
+import type { Queryable, Transaction } from "../driver/types.js";
 import { parseJson } from "../job.js";
+import type { RetryPolicy } from "../retry-policy.js";
 import type { ScheduleQueries } from "../sql/schedules.js";
-import { type ScheduleRow, toDate } from "./schedule-info.js";
-import { type MissedPolicy, type OverlapPolicy, type ScheduleJobOptions, cronFor } from "./schedule-spec.js";
-import { type SlotPlan, planSlots } from "./slots.js";
+import { type ScheduleRow, toDate } from "./info.js";
+import { type MissedPolicy, type OverlapPolicy, type ScheduleJobOptions, cronFor } from "./spec.js";
+import { type SlotDecision, decideSlots } from "./slots.js";
 
-/** How errand's own enqueue is reached (so scheduled jobs get the kind's defaults and validation). */
-export type EnqueueFn = (specs: readonly JobSpec[], options: { readonly db?: SqlClient }) => Promise<EnqueueResult[]>;
+/** One job a slot enqueues: the schedule's kind, payload and job options, due at the slot. */
+export interface SlotJob {
+  readonly kind: string;
+  readonly payload: unknown;
+  readonly runAt: Date;
+  /** `schedule:<name>:<slot>`, so a slot's job is inserted once whoever handles it. */
+  readonly dedupeKey: string;
+  readonly maxAttempts?: number;
+  readonly priority?: number;
+  readonly retry?: Partial<RetryPolicy>;
+}
+
+/**
+ * errand's own enqueue (so scheduled jobs get the kind's defaults and validation), run
+ * on `db`, the tick's transaction; results in input order. Given by the client, so
+ * schedules depend on this shape rather than on the client.
+ */
+export type EnqueueFn = (jobs: readonly SlotJob[], options: { readonly db: Queryable }) => Promise<readonly { readonly id: string }[]>;
 
 /** What a scheduler reports. */
 export type SchedulerEvent =
@@ -20,7 +36,7 @@ const runRetentionMs = 7 * 24 * 3600_000;
 
 /**
  * Handles due schedules inside one transaction: locks up to `limit` of them (only
- * `names` when given, none in `exclude`) with SKIP LOCKED, plans their slots, inserts
+ * `names` when given, none in `exclude`) with SKIP LOCKED, decides their slots, inserts
  * every job in one statement, records the runs and advances the schedules. Returns the
  * schedules it handled and what happened (to report after commit).
  */
@@ -45,11 +61,11 @@ export async function handleDue(
     for (const row of found.rows) statuses.set(String(row.id), row.status);
   }
 
-  const plans = due.map((row): [ScheduleRow, SlotPlan] => {
+  const decisions = due.map((row): [ScheduleRow, SlotDecision] => {
     const status = row.last_job_id === null ? undefined : statuses.get(String(row.last_job_id));
     return [
       row,
-      planSlots({
+      decideSlots({
         cron: cronFor(row.cron, row.timezone),
         next: toDate(row.next_slot!),
         now,
@@ -62,38 +78,38 @@ export async function handleDue(
     ];
   });
 
-  const specs = plans.flatMap(([row, plan]) => {
+  const jobs = decisions.flatMap(([row, decision]): SlotJob[] => {
     const options = (parseJson(row.job_options) as ScheduleJobOptions | null) ?? {};
     const payload = parseJson(row.payload);
-    return plan.enqueue.map((slot) => ({ kind: row.kind, payload, ...options, runAt: slot, dedupeKey: `schedule:${row.name}:${slot.toISOString()}` }));
+    return decision.enqueue.map((slot) => ({ kind: row.kind, payload, ...options, runAt: slot, dedupeKey: `schedule:${row.name}:${slot.toISOString()}` }));
   });
-  const results = specs.length > 0 ? await enqueue(specs, { db: tx }) : [];
+  const results = jobs.length > 0 ? await enqueue(jobs, { db: tx }) : [];
 
   const events: SchedulerEvent[] = [];
   const runs: [string[], string[], (string | null)[], (string | null)[]] = [[], [], [], []];
   const advance: [string[], (string | null)[], (string | null)[], (string | null)[], (string | null)[], (string | null)[], (string | null)[]] = [[], [], [], [], [], [], []];
   let next = 0;
-  for (const [row, plan] of plans) {
+  for (const [row, decision] of decisions) {
     const own: SchedulerEvent[] = [];
     let lastJob: string | null = null;
-    for (const slot of plan.enqueue) {
+    for (const slot of decision.enqueue) {
       lastJob = results[next++]!.id;
       own.push({ type: "enqueued", schedule: row.name, slot, jobId: lastJob });
       pushAll(runs, [row.name, slot.toISOString(), lastJob, null]);
     }
-    for (const { slot, reason } of plan.skipped) {
+    for (const { slot, reason } of decision.skipped) {
       own.push({ type: "skipped", schedule: row.name, slot, reason });
       pushAll(runs, [row.name, slot.toISOString(), null, reason]);
     }
-    if (plan.missed) own.push({ type: "missed", schedule: row.name, ...plan.missed });
+    if (decision.missed) own.push({ type: "missed", schedule: row.name, ...decision.missed });
     own.sort((x, y) => eventTime(x) - eventTime(y));
     events.push(...own);
     const lastSkip = own.filter((e) => e.type === "skipped" || e.type === "missed").at(-1);
     pushAll(advance, [
       row.name,
-      plan.next?.toISOString() ?? null,
-      plan.lastHandled?.toISOString() ?? null,
-      plan.enqueue.at(-1)?.toISOString() ?? null,
+      decision.next?.toISOString() ?? null,
+      decision.lastHandled?.toISOString() ?? null,
+      decision.enqueue.at(-1)?.toISOString() ?? null,
       lastJob,
       lastSkip ? new Date(eventTime(lastSkip)).toISOString() : null,
       lastSkip && "reason" in lastSkip ? lastSkip.reason : null,
@@ -101,7 +117,7 @@ export async function handleDue(
   }
   if (runs[0].length > 0) await tx.query(q.insertRuns.text, runs);
   await tx.query(q.advance.text, advance);
-  await tx.query(q.pruneRuns.text, [advance[0], new Date(now.getTime() - runRetentionMs).toISOString()]);
+  await tx.query(q.trimRuns.text, [advance[0], new Date(now.getTime() - runRetentionMs).toISOString()]);
   return { handled, events };
 }
 

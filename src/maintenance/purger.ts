@@ -2,15 +2,16 @@ import type { Driver } from "../driver/types.js";
 import { ValidationError } from "../errors.js";
 import { checkKeys } from "../options.js";
 import { observeQueriesFor } from "../sql/observe.js";
+import { Repeater, type Service } from "./service.js";
 
-/** How long done jobs are kept by default: 7 days, as the seed recommends. */
+/** How long done jobs are kept by default: 7 days (a nightly purge keeps the table to about a week of history). */
 export const defaultRetentionMs = 7 * 86_400_000;
 
 /** Stats buckets are kept this long (the longest stats window is an hour). */
 const outcomeCountsRetentionMs = 2 * 3_600_000;
 
 /** What to delete. */
-export interface PruneOptions {
+export interface PurgeOptions {
   /** Delete done jobs finished longer ago than this. Default 7 days. */
   readonly olderThanMs?: number;
   /** Also delete dead jobs that died longer ago than this. Default: keep dead jobs until a person acts. */
@@ -21,8 +22,8 @@ export interface PruneOptions {
   readonly dryRun?: boolean;
 }
 
-/** What a prune did (or, on a dry run, would do). */
-export interface PruneResult {
+/** What a purge did (or, on a dry run, would do). */
+export interface PurgeResult {
   readonly done: number;
   readonly dead: number;
   /** DELETE statements run. */
@@ -40,7 +41,7 @@ export interface PruneResult {
  * await errand.purge({ olderThanMs: 7 * 86_400_000 }); // { done: 1234, dead: 0, batches: 2, dryRun: false }
  * ```
  */
-export async function prune(driver: Driver, schema: string, options: PruneOptions = {}): Promise<PruneResult> {
+export async function purgeJobs(driver: Driver, schema: string, options: PurgeOptions = {}): Promise<PurgeResult> {
   checkKeys(options, "", ["olderThanMs", "deadOlderThanMs", "batchSize", "dryRun"]);
   const olderThanMs = duration(options.olderThanMs ?? defaultRetentionMs, "olderThanMs");
   const deadOlderThanMs = options.deadOlderThanMs === undefined ? null : duration(options.deadOlderThanMs, "deadOlderThanMs");
@@ -67,64 +68,78 @@ export async function prune(driver: Driver, schema: string, options: PruneOption
   return { done, dead, batches, dryRun: false };
 }
 
-/** A pruner running on a timer. */
-export interface PrunerOptions extends Omit<PruneOptions, "dryRun"> {
+/** Options of a {@link Purger}: what to delete, and how often. */
+export interface PurgerOptions extends Omit<PurgeOptions, "dryRun"> {
   /** Time between runs. Default 1 hour. */
   readonly intervalMs?: number;
   /** Receives each run's result. */
-  readonly onPrune?: (result: PruneResult) => void;
-  /** Receives errors (the pruner keeps running). */
+  readonly onPurge?: (result: PurgeResult) => void;
+  /** Receives errors (the purger keeps running). */
   readonly onError?: (error: unknown) => void;
 }
 
 /**
- * Runs {@link prune} every `intervalMs` (first run at start). Same lifecycle as the
- * other services: `start()`, `stop()`, `runOnce()`.
+ * Runs {@link purgeJobs} every `intervalMs` (1 hour by default), the first time at
+ * start. A {@link Service}: `start()`, `stop()`, `runOnce()`. Safe in every worker
+ * process: concurrent batches skip each other's rows.
+ *
+ * @example
+ * ```ts
+ * const purger = new Purger(errand.driver, errand.schema, { olderThanMs: 3 * 86_400_000 });
+ * await purger.start();
+ * ```
  */
-export class Pruner {
+export class Purger implements Service<PurgeResult> {
   readonly #driver: Driver;
   readonly #schema: string;
-  readonly #options: PruneOptions;
-  readonly #intervalMs: number;
-  readonly #onPrune: (result: PruneResult) => void;
-  readonly #onError: (error: unknown) => void;
-  #timer: NodeJS.Timeout | undefined;
-  #running: Promise<void> | undefined;
+  readonly #options: PurgeOptions;
+  readonly #repeater: Repeater;
 
-  constructor(driver: Driver, schema: string, options: PrunerOptions = {}) {
-    const { intervalMs, onPrune, onError, ...prune } = options;
-    checkKeys(prune, "", ["olderThanMs", "deadOlderThanMs", "batchSize"]);
+  constructor(driver: Driver, schema: string, options: PurgerOptions = {}) {
+    const { intervalMs, onPurge, onError, ...purge } = options;
+    checkKeys(purge, "", ["olderThanMs", "deadOlderThanMs", "batchSize"]);
     this.#driver = driver;
     this.#schema = schema;
-    this.#options = prune;
-    this.#intervalMs = duration(intervalMs ?? 3_600_000, "intervalMs");
-    this.#onPrune = onPrune ?? (() => {});
-    this.#onError = onError ?? (() => {});
+    this.#options = purge;
+    const report = onPurge ?? (() => {});
+    const fail = onError ?? (() => {});
+    this.#repeater = new Repeater(() => this.runOnce().then(report, fail), duration(intervalMs ?? 3_600_000, "intervalMs"));
   }
 
-  /** Prunes once now. */
-  runOnce(): Promise<PruneResult> {
-    return prune(this.#driver, this.#schema, this.#options);
+  /** Purges once now. */
+  runOnce(): Promise<PurgeResult> {
+    return purgeJobs(this.#driver, this.#schema, this.#options);
   }
 
-  /** Prunes now and then every `intervalMs`. */
-  start(): void {
-    if (this.#timer) return;
-    const tick = () => {
-      this.#running = this.runOnce().then(this.#onPrune, this.#onError);
-    };
-    tick();
-    this.#timer = setInterval(tick, this.#intervalMs);
-    this.#timer.unref();
+  /** Purges now and then every `intervalMs`; resolves after the first purge. */
+  start(): Promise<void> {
+    return this.#repeater.start();
   }
 
-  /** Stops the timer and waits for a run in progress. */
-  async stop(): Promise<void> {
-    clearInterval(this.#timer);
-    this.#timer = undefined;
-    await this.#running;
+  /** Stops the timer and waits for a purge in progress. */
+  stop(): Promise<void> {
+    return this.#repeater.stop();
   }
 }
+
+/** @deprecated {@link Purger} under its former name, which took `onPrune` for `onPurge`. */
+export class Pruner extends Purger {
+  constructor(driver: Driver, schema: string, options: PrunerOptions = {}) {
+    const { onPrune, ...rest } = options;
+    super(driver, schema, onPrune === undefined ? rest : { ...rest, onPurge: onPrune });
+  }
+}
+
+/** @deprecated The options of the deprecated {@link Pruner}. */
+export interface PrunerOptions extends Omit<PurgerOptions, "onPurge"> {
+  readonly onPrune?: (result: PurgeResult) => void;
+}
+
+/** @deprecated {@link PurgeOptions} under its former name. */
+export type PruneOptions = PurgeOptions;
+
+/** @deprecated {@link PurgeResult} under its former name. */
+export type PruneResult = PurgeResult;
 
 function duration(value: unknown, field: string): number {
   if (typeof value !== "number" || !Number.isFinite(value) || value < 0) throw new ValidationError(field, `must be a number of milliseconds ≥ 0 (got ${JSON.stringify(value)})`);

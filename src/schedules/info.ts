@@ -1,7 +1,7 @@
 import type { JobStatus } from "../job.js";
 import { parseJson } from "../job.js";
 import type { Json } from "../payload.js";
-import type { MissedPolicy, OverlapPolicy, ScheduleJobOptions } from "./schedule-spec.js";
+import type { MissedPolicy, OverlapPolicy, ScheduleJobOptions } from "./spec.js";
 
 /** A schedule as `errand.schedules.list()` returns it. */
 export interface ScheduleInfo {
@@ -20,7 +20,7 @@ export interface ScheduleInfo {
   readonly nextRun: Date | null;
   /** The latest slot handled: enqueued, skipped or dropped as missed. */
   readonly lastSlot: Date | null;
-  /** The latest slot enqueued, its job, and that job's status now (null once the job was pruned). */
+  /** The latest slot enqueued, its job, and that job's status now (null once the job was purged). */
   readonly lastEnqueued: { readonly slot: Date; readonly jobId: string; readonly status: JobStatus | null } | null;
   /** The latest slot whose job finished `done`, and when. */
   readonly lastSuccess: { readonly slot: Date; readonly at: Date | null; readonly jobId: string } | null;

@@ -1,4 +1,7 @@
-import { ValidationError } from "../errors.js";
+// Durations and numbers in the form people type and read: the CLI's flags (`7d`, `30s`),
+// its output and alert messages (`3,810`, `7.5 min`).
+
+import { ValidationError } from "./errors.js";
 
 const units: Readonly<Record<string, number>> = {
   ms: 1,
@@ -25,7 +28,7 @@ export function parseDuration(text: string, field: string): number {
   return Number(match[1]) * units[match[2] ?? "s"]!;
 }
 
-/** Formats a whole number with thousands separators (`3,810`), the seed's style. */
+/** Formats a number with thousands separators and at most two decimals: `3,810`, `1.33`. */
 export function grouped(n: number): string {
   return n.toLocaleString("en-US", { maximumFractionDigits: 2 });
 }

@@ -1,8 +1,8 @@
 import type { Hono } from "hono";
-import { ValidationError } from "../errors.js";
-import type { DashboardDeps, DashboardEnv } from "./dashboard.js";
-import { href } from "./layout.js";
-import { scheduleNotice, schedulesPage } from "./pages/schedules.js";
+import { ValidationError } from "../../errors.js";
+import type { DashboardDeps, DashboardEnv } from "../context.js";
+import { href } from "../layout.js";
+import { scheduleNotice, schedulesPage } from "../pages/schedules.js";
 
 /**
  * The schedules page and its pause/resume actions (POST, CSRF-checked by the dashboard's

@@ -1,12 +1,12 @@
 import type { Hono } from "hono";
-import { ValidationError } from "../errors.js";
-import type { JobStatus } from "../job.js";
-import type { DashboardDeps, DashboardEnv } from "./dashboard.js";
-import { messagePage, notice } from "./layout.js";
-import { actionNotice, deadPage } from "./pages/dead.js";
-import { jobPage } from "./pages/job.js";
-import { jobsPage, statuses } from "./pages/jobs.js";
-import { overviewPage } from "./pages/overview.js";
+import { ValidationError } from "../../errors.js";
+import type { JobStatus } from "../../job.js";
+import type { DashboardDeps, DashboardEnv } from "../context.js";
+import { messagePage, notice } from "../layout.js";
+import { actionNotice, deadPage } from "../pages/dead.js";
+import { jobPage } from "../pages/job.js";
+import { jobsPage, statuses } from "../pages/jobs.js";
+import { overviewPage } from "../pages/overview.js";
 
 /** A job id from the query string, or null; anything else is a 400 naming the field. */
 export function idParam(value: string | undefined, field: string): string | null {
@@ -53,7 +53,7 @@ export function registerPages(app: Hono<DashboardEnv>, deps: DashboardDeps): voi
     const ctx = c.get("page");
     const id = idParam(c.req.param("id"), "id");
     const found = id === null ? null : await data.job(id);
-    if (!found) return deps.send(c, messagePage(ctx, "Not found", `There is no job ${c.req.param("id")}: it never existed, or it was discarded or pruned.`), 404);
+    if (!found) return deps.send(c, messagePage(ctx, "Not found", `There is no job ${c.req.param("id")}: it never existed, or it was discarded or purged.`), 404);
     const done = c.req.query("done");
     const message = done === "retry" ? notice(`Retried job ${found.job.id}: it is ready to run again.`) : "";
     return deps.send(c, jobPage(ctx, found.job, found.now, message));

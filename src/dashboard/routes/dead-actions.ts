@@ -1,8 +1,8 @@
 import type { Context, Hono } from "hono";
-import { ValidationError } from "../errors.js";
-import type { DashboardDeps, DashboardEnv } from "./dashboard.js";
-import { href } from "./layout.js";
-import { type DeadAction, type DeadTarget, confirmPage } from "./pages/dead.js";
+import { ValidationError } from "../../errors.js";
+import type { DashboardDeps, DashboardEnv } from "../context.js";
+import { href } from "../layout.js";
+import { type DeadAction, type DeadTarget, confirmPage } from "../pages/dead.js";
 
 /** How many ids the notice after an action lists (the rest are counted). */
 const idsShown = 50;

@@ -1,11 +1,14 @@
-import { ValidationError } from "../errors.js";
-import { type RetryPolicy, checkMaxAttempts, resolveRetryPolicy } from "../retry-policy.js";
-import { grouped } from "./duration.js";
+// What `errand plan` computes: the waits a retry policy gives (and whether the last
+// attempt comes after an outage), and the workers a rate × duration needs.
+
+import { ValidationError } from "./errors.js";
+import { type RetryPolicy, checkMaxAttempts, resolveRetryPolicy } from "./retry-policy.js";
+import { grouped } from "./human-format.js";
 
 /** One row of a retry schedule: the wait after failure `failure`, before and with jitter. */
 export interface RetryStep {
   readonly failure: number;
-  /** The wait before jitter (the seed's "Wait" column), which is also the longest. */
+  /** The wait before jitter, which is also the longest. */
   readonly waitMs: number;
   /** The wait if jitter rolls its minimum. */
   readonly minWaitMs: number;
@@ -42,13 +45,13 @@ export function retrySchedule(policy: RetryPolicy, maxAttempts: number): RetrySt
 export interface RetryPlanOptions {
   readonly policy: Partial<RetryPolicy>;
   readonly maxAttempts: number;
-  /** An outage to compare the last attempt with (the seed's 20-minute SMTP outage). */
+  /** An outage to compare the last attempt with, e.g. 20 minutes of a mail provider being down. */
   readonly outageMs?: number;
 }
 
 /**
- * The seed's retry table for a policy (tab-separated, as in the article), the same with
- * jitter's range, and when the last attempt runs.
+ * A policy's retry table (tab-separated columns: failure, wait, cumulative wait), the
+ * same with jitter's range, and when the last attempt runs.
  */
 export function retryPlanText(options: RetryPlanOptions): string {
   const policy = resolveRetryPolicy(options.policy, "retry");
@@ -97,7 +100,7 @@ export interface CapacityOptions {
   readonly workers?: number;
 }
 
-/** Workers needed for a rate, and how long a burst takes to drain (the seed's arithmetic). */
+/** Workers needed for a rate (rate × duration ÷ 1 h, rounded up), and how long a burst takes to drain. */
 export function capacity(options: CapacityOptions): { readonly workers: number; readonly minWorkers: number; readonly burstClearMs: number | null } {
   positive(options.jobsPerHour, "rate");
   positive(options.durationMs, "duration");
@@ -110,7 +113,7 @@ export function capacity(options: CapacityOptions): { readonly workers: number; 
   return { workers, minWorkers, burstClearMs: (options.burst * options.durationMs) / drainers };
 }
 
-/** The seed's capacity paragraph for a rate × duration (and a burst). */
+/** The capacity arithmetic for a rate × duration (and a burst), written out as sentences. */
 export function capacityPlanText(options: CapacityOptions): string {
   const result = capacity(options);
   const rate = grouped(options.jobsPerHour);
@@ -149,7 +152,7 @@ function seconds(ms: number): string {
   return `${grouped(round(ms / 1000, 2))} s`;
 }
 
-/** The seed's cumulative column: seconds under a minute, then minutes, then hours. */
+/** The cumulative column: seconds under a minute, then minutes, then hours. */
 function cumulative(ms: number): string {
   if (ms < 60_000) return seconds(ms);
   if (ms < 180 * 60_000) return `${grouped(round(ms / 60_000, 2))} min`;
