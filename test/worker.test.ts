@@ -137,7 +137,7 @@ describe("worker", () => {
       handlers: {
         k: async () => {
           peak = Math.max(peak, ++active);
-          await new Promise((resolve) => setTimeout(resolve, 1));
+          await new Promise((resolve) => setImmediate(resolve)); // let the batch's other handlers start
           active--;
         },
       },
