@@ -83,7 +83,7 @@ it("survives its connections being terminated again and again, LISTEN included, 
   // LISTEN is back: a new job is picked up at once, not after the ten-minute poll.
   await eventually(listening, 10_000, "the LISTEN connection to come back");
   const { id } = await t.errand.enqueue("record", { ms: 0 });
-  await eventually(async () => (await t.job(id)).status === "done", 5_000, "the notified job to run");
+  await eventually(async () => (await t.job(id)).status === "done", 30_000, "the notified job to run"); // the poll would take 10 min
 
   worker.child.kill("SIGTERM");
   expect(await worker.exited).toEqual({ code: 0, signal: null });

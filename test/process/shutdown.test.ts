@@ -58,7 +58,7 @@ describe("graceful shutdown of `errand worker`", () => {
     const worker = t.worker("w", ["--shutdown-timeout", "60"]);
     await t.started(id, worker);
     worker.child.kill("SIGINT");
-    await worker.waitForLog((l) => l.event === "shutting_down", 5_000, "shutting_down");
+    await worker.waitForLog((l) => l.event === "shutting_down", 15_000, "shutting_down");
     const sent = performance.now();
     worker.child.kill("SIGINT");
     const exit = await worker.exited;
