@@ -1,41 +1,60 @@
 import { defineConfig } from "vitest/config";
-import pg from "pg";
+import { type Requirement, chromiumPath, chromiumProblem, missing, postgresProblem, postgresUrl } from "./test/support/services.js";
 
-// The suite runs twice: once on the embedded PGlite, once on a real PostgreSQL server.
-// Without a reachable server the PostgreSQL half is skipped, loudly — except under CI,
-// where a missing server is a failure.
-const url = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
-
-async function postgresReachable(): Promise<string | undefined> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3_000 });
-  try {
-    await client.connect();
-    await client.query("SELECT 1");
-    return undefined;
-  } catch (error) {
-    return (error as Error).message;
-  } finally {
-    await client.end().catch(() => {});
-  }
+// The suite runs twice: once on the embedded PGlite, once on a real PostgreSQL server; the
+// browser tests also need Chromium. Without a service the tests that need it are skipped,
+// each with one line saying so — except under CI, where a missing service is a failure
+// (test/support/services.ts).
+interface Services {
+  readonly postgres: Requirement;
+  readonly chromium: Requirement;
+  readonly absent: readonly Requirement[];
 }
 
-const problem = await postgresReachable();
-if (problem) {
-  const message = `PostgreSQL at ${url} is not reachable (${problem})`;
-  if (process.env.CI === "true") throw new Error(`${message}: under CI the PostgreSQL half of the suite is required`);
-  console.warn(`\n*** ${message}: the PostgreSQL part of the suite is SKIPPED; only PGlite runs. ***\n`);
-}
+// Vitest evaluates this file twice (the root, then the projects that extend it): look and
+// speak once.
+const memo = globalThis as { errandServices?: Promise<Services> };
+memo.errandServices ??= (async () => {
+  const postgres = {
+    problem: await postgresProblem(postgresUrl),
+    tests: "the PostgreSQL half of the suite and the browser tests (only PGlite runs)",
+    remedy: "start the server or point DATABASE_URL at one",
+  };
+  const chromium = { problem: chromiumProblem(chromiumPath), tests: "the browser tests", remedy: "install it with `apt-get install -y chromium` (as .ci/run does)" };
+  return { postgres, chromium, absent: missing([postgres, chromium]) };
+})();
+const { postgres, chromium, absent } = await memo.errandServices;
 
 export default defineConfig({
   test: {
-    globalSetup: ["./test/support/global-setup.ts"],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     projects: [
-      { extends: true, test: { name: "pglite", include: ["test/**/*.test.ts", "src/**/*.test.ts"], exclude: ["test/process/**", "test/**/*.pg.test.ts"], env: { ERRAND_TEST_DB: "pglite" } } },
-      ...(problem
+      {
+        extends: true,
+        test: {
+          name: "pglite",
+          include: ["test/**/*.test.ts", "src/**/*.test.ts"],
+          exclude: ["test/process/**", "test/**/*.pg.test.ts"],
+          // The PGlite data directory each test file copies; only this half needs one.
+          globalSetup: ["./test/support/global-setup.ts"],
+          env: { ERRAND_TEST_DB: "pglite" },
+        },
+      },
+      ...(absent.includes(postgres)
         ? []
-        : [{ extends: true as const, test: { name: "postgres", include: ["test/**/*.test.ts"], env: { ERRAND_TEST_DB: "postgres", ERRAND_TEST_URL: url } } }]),
+        : [
+            {
+              extends: true as const,
+              test: {
+                name: "postgres",
+                include: ["test/**/*.test.ts"],
+                // The test command's own test is about this file, not a database: once is enough.
+                exclude: ["test/test-command.test.ts", ...(absent.includes(chromium) ? ["test/browser/**"] : [])],
+                env: { ERRAND_TEST_DB: "postgres", ERRAND_TEST_URL: postgresUrl },
+              },
+            },
+          ]),
     ],
   },
 });

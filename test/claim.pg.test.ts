@@ -1,8 +1,7 @@
-import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { Errand } from "../src/index.js";
-import { eventually } from "./support/db.js";
+import { eventually, freshSchema } from "./support/db.js";
 
 // PostgreSQL only: many connections claiming at once is what SKIP LOCKED is for.
 const url = process.env.ERRAND_TEST_URL!;
@@ -11,7 +10,7 @@ afterAll(() => admin.end());
 
 describe("claiming under contention", () => {
   it("never hands one job to two of eight competing workers", async () => {
-    const schema = `t_${randomBytes(6).toString("hex")}`;
+    const schema = freshSchema();
     const producer = await Errand.open({ connectionString: url, schema, poolSize: 2 });
     await admin.query(`CREATE TABLE ${schema}.effects (job_id bigint NOT NULL, worker text NOT NULL)`);
     const total = 3000;
@@ -49,7 +48,7 @@ describe("claiming under contention", () => {
   });
 
   it("gives disjoint batches to 20 simultaneous claim statements", async () => {
-    const schema = `t_${randomBytes(6).toString("hex")}`;
+    const schema = freshSchema();
     const errand = await Errand.open({ connectionString: url, schema, poolSize: 2 });
     await errand.enqueueMany(Array.from({ length: 500 }, (_, i) => ({ kind: "k", payload: { i } })));
     const pool = new pg.Pool({ connectionString: url, max: 20 });

@@ -1,8 +1,8 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { cliDatabase, errandCli } from "./support/cli.js";
+import { spawnErrand } from "./support/process.js";
 
-const bin = new URL("../bin/errand.js", import.meta.url).pathname;
 const db = cliDatabase();
 afterAll(() => db.cleanup());
 
@@ -13,22 +13,14 @@ afterEach(() => {
 });
 
 /** Starts `errand dashboard`, resolves with its URL once it listens. */
-function startDashboard(args: string[], env: NodeJS.ProcessEnv = {}) {
-  const proc = spawn(process.execPath, [bin, "dashboard", "--port", "0", ...args, ...db.flags], { env: { ...process.env, DATABASE_URL: "", ...env }, stdio: ["ignore", "pipe", "pipe"] });
-  child = proc;
-  let stderr = "";
-  proc.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-  const exited = new Promise<number | null>((resolve) => proc.on("close", resolve));
-  const url = new Promise<string>((resolve, reject) => {
-    let stdout = "";
-    proc.stdout.on("data", (chunk: Buffer) => {
-      stdout += chunk.toString();
-      const match = /on (http:\/\/\S+?:\d+)\//.exec(stdout);
-      if (match) resolve(match[1]!.replace("0.0.0.0", "127.0.0.1"));
-    });
-    void exited.then((code) => reject(new Error(`dashboard exited with ${code}: ${stderr}`)));
-  });
-  return { url, exited, stderr: () => stderr };
+function startDashboard(args: string[], env: Record<string, string> = {}) {
+  const run = spawnErrand("errand dashboard", ["dashboard", "--port", "0", ...args, ...db.flags], env);
+  child = run.child;
+  const address = (line: unknown) => /on (http:\/\/\S+?:\d+)\//.exec(String(line))?.[1];
+  const url = run
+    .waitForLog((l) => address(l.text) !== undefined, 30_000, "the dashboard's address")
+    .then((l) => address(l.text)!.replace("0.0.0.0", "127.0.0.1"));
+  return { url, exited: run.exited.then((exit) => exit.code), stderr: run.stderr };
 }
 
 describe("errand dashboard (CLI)", () => {

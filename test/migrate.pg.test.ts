@@ -1,8 +1,8 @@
-import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { Errand } from "../src/index.js";
 import { latestVersion } from "../src/migrations/migrate.js";
+import { freshSchema } from "./support/db.js";
 
 // PostgreSQL only: several processes' worth of clients racing one migration.
 const url = process.env.ERRAND_TEST_URL!;
@@ -11,7 +11,7 @@ afterAll(() => admin.end());
 
 describe("migrations", () => {
   it("apply once when five clients migrate one schema at the same moment", async () => {
-    const schema = `t_${randomBytes(6).toString("hex")}`;
+    const schema = freshSchema();
     const clients = await Promise.all(Array.from({ length: 5 }, () => Errand.open({ connectionString: url, schema, poolSize: 2 })));
     try {
       const { rows } = await admin.query(`SELECT version FROM ${schema}.migrations ORDER BY version`);
@@ -24,7 +24,7 @@ describe("migrations", () => {
   });
 
   it("uses the ready-jobs partial index for the claim", async () => {
-    const schema = `t_${randomBytes(6).toString("hex")}`;
+    const schema = freshSchema();
     const errand = await Errand.open({ connectionString: url, schema, poolSize: 2 });
     try {
       // Plenty of finished history and a few ready jobs: the claim must not scan history.

@@ -1,9 +1,9 @@
-import { spawn } from "node:child_process";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cliDatabase, errandCli } from "./support/cli.js";
 import { eventually } from "./support/db.js";
+import { spawnErrand } from "./support/process.js";
 
 // One database for the file; CLI runs are processes and the embedded database serves one
 // process at a time, so these run in sequence.
@@ -34,20 +34,14 @@ describe("observability commands", () => {
   });
 
   it("errand stats --watch --json prints a line per refresh until SIGINT", async () => {
-    const child = spawn(process.execPath, [new URL("../bin/errand.js", import.meta.url).pathname, "stats", "--watch", "0.1", "--json", ...db.flags], {
-      env: { ...process.env, DATABASE_URL: "" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let out = "";
-    child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
-    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    const watch = spawnErrand("errand stats --watch", ["stats", "--watch", "0.1", "--json", ...db.flags]);
     try {
-      await eventually(() => out.split("\n").length > 3, 30_000, "three refreshes");
+      await eventually(() => watch.logs.length >= 3, 30_000, "three refreshes");
     } finally {
-      child.kill("SIGINT");
+      watch.child.kill("SIGINT");
     }
-    expect(await exited).toBe(0);
-    const lines = out.trim().split("\n").map((line) => JSON.parse(line) as { total: { ready: number } });
+    expect((await watch.exited).code).toBe(0);
+    const lines = watch.stdout().trim().split("\n").map((line) => JSON.parse(line) as { total: { ready: number } });
     expect(lines.length).toBeGreaterThanOrEqual(3);
     expect(lines.every((line) => line.total.ready === 2)).toBe(true);
   });
@@ -81,25 +75,19 @@ describe("observability commands", () => {
     await new Promise<void>((resolve) => hook.listen(0, "127.0.0.1", resolve));
     const hookUrl = `http://127.0.0.1:${(hook.address() as AddressInfo).port}/hook`;
     const alertFlags = ["--alert-webhook", hookUrl, "--oldest-ready", "1ms", "--alert-interval", "1s"];
-    const child = spawn(process.execPath, [new URL("../bin/errand.js", import.meta.url).pathname, "metrics", "--port", "0", "--host", "127.0.0.1", ...alertFlags, ...db.flags], {
-      env: { ...process.env, DATABASE_URL: "" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let out = "";
-    child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
-    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    const metrics = spawnErrand("errand metrics", ["metrics", "--port", "0", "--host", "127.0.0.1", ...alertFlags, ...db.flags]);
     try {
-      const port = await eventually(() => /"port":(\d+)/.exec(out)?.[1], 30_000, "metrics_listening");
-      const body = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      const { port } = await metrics.waitForLog((l) => l.event === "metrics_listening", 30_000, "metrics_listening");
+      const body = await (await fetch(`http://127.0.0.1:${String(port)}/metrics`)).text();
       expect(body).toContain('errand_jobs{kind="send_receipt",state="ready"} 2');
       expect(body).toContain('errand_jobs{kind="resize",state="scheduled"} 1');
       await eventually(() => hooks.length > 0, 30_000, "the webhook alert");
       expect(hooks).toEqual([expect.objectContaining({ status: "firing", rule: "oldest_ready", kind: "send_receipt" })]);
-      await eventually(() => out.includes('"event":"alert_firing"'), 10_000, "the alert log line");
+      await metrics.waitForLog((l) => l.event === "alert_firing", 10_000, "the alert log line");
     } finally {
-      child.kill("SIGTERM");
+      metrics.child.kill("SIGTERM");
     }
-    expect(await exited).toBe(0);
+    expect((await metrics.exited).code).toBe(0);
     hook.close();
   });
 });

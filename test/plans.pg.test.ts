@@ -1,8 +1,8 @@
-import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { Errand } from "../src/index.js";
 import { byId, queriesFor } from "../src/sql/queries.js";
+import { freshSchema } from "./support/db.js";
 
 // PostgreSQL only. The worker's batch statements must keep a plan that is linear in the
 // batch whatever the table's statistics say and whichever plan (generic or custom) the
@@ -31,7 +31,7 @@ describe("batch statement plans", () => {
   for (const [state, fill] of Object.entries(statistics)) {
     for (const mode of ["force_generic_plan", "force_custom_plan"]) {
       it(`stay linear after ANALYZE saw ${state} (${mode})`, async () => {
-        const schema = `t_${randomBytes(6).toString("hex")}`;
+        const schema = freshSchema();
         const errand = await Errand.open({ connectionString: url, schema, poolSize: 1 });
         await errand.close();
         const c = await admin.connect();

@@ -1,51 +1,19 @@
-import { execFile } from "node:child_process";
-import { cpSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { randomBytes } from "node:crypto";
-import { afterEach, beforeEach, describe, expect, inject, it } from "vitest";
-import { Errand } from "../src/index.js";
-import { onPostgres } from "./support/db.js";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { type CliDatabase, cliDatabase, errandCli } from "./support/cli.js";
 
 // `errand schedules` as a user runs it: the built binary (npm test builds first).
-const bin = new URL("../bin/errand.js", import.meta.url).pathname;
-let flags: string[];
-let open: () => Promise<Errand>;
-let cleanup: () => Promise<void>;
-
+let db: CliDatabase;
 beforeEach(() => {
-  const schema = `t_${randomBytes(6).toString("hex")}`;
-  if (onPostgres) {
-    const url = process.env.ERRAND_TEST_URL!;
-    flags = ["--database-url", url, "--schema", schema];
-    open = () => Errand.open({ connectionString: url, schema });
-    cleanup = async () => {
-      const errand = await open();
-      await errand.driver.run({ name: "drop_schema", text: `DROP SCHEMA "${schema}" CASCADE` }, []);
-      await errand.close();
-    };
-  } else {
-    const dir = mkdtempSync(join(tmpdir(), "errand-schedules-cli-"));
-    cpSync(inject("pgliteTemplate"), join(dir, "data"), { recursive: true });
-    flags = ["--data-dir", join(dir, "data"), "--schema", schema];
-    open = () => Errand.open({ dataDir: join(dir, "data"), schema });
-    cleanup = async () => rmSync(dir, { recursive: true, force: true });
-  }
+  db = cliDatabase();
 });
-afterEach(() => cleanup());
+afterEach(() => db.cleanup());
 
-function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [bin, ...args, ...flags], { env: { ...process.env, DATABASE_URL: "" }, timeout: 60_000 }, (error, stdout, stderr) => {
-      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr });
-    });
-  });
-}
+const cli = (...args: string[]) => errandCli([...args, ...db.flags]);
 
 describe("errand schedules", () => {
   it("lists each schedule with next run, last slot, last success and policy; pauses and removes", async () => {
     const clock = { now: () => Date.parse("2026-01-01T00:00:00Z") };
-    const errand = await open();
+    const errand = await db.open();
     const schedules = errand.schedules.withClock(clock);
     await schedules.declare([
       { name: "nightly-report", cron: "0 2 * * *", timezone: "Europe/Berlin", kind: "send_report", missed: "latest" },

@@ -124,7 +124,7 @@ describe("worker", () => {
     // notification can wake the worker before its ten-minute poll.
     await eventually(() => done.includes(probe), 5_000, "the probe job to run");
     const { id } = await t.errand.enqueue("k", {});
-    await eventually(() => done.includes(id), 5_000, "the notified job to run");
+    await eventually(() => done.includes(id), 30_000, "the notified job to run"); // the poll would take 10 min
     await worker.stop();
   });
 
@@ -137,7 +137,7 @@ describe("worker", () => {
       handlers: {
         k: async () => {
           peak = Math.max(peak, ++active);
-          await new Promise((resolve) => setTimeout(resolve, 1));
+          await new Promise((resolve) => setImmediate(resolve)); // let the batch's other handlers start
           active--;
         },
       },

@@ -9,42 +9,60 @@ beforeEach(async () => {
 afterEach(() => t.cleanup());
 
 const JOBS = 300;
+const ROUNDS = 8;
 const APP = "errand-w"; // the worker's application_name (see urlNamed), so we kill only its backends
 
-/** Terminates every backend of the worker, the LISTEN one included; returns what was cut. */
+/** Terminates every backend of the worker, the LISTEN one included, and waits until they are gone; returns what was cut. */
 async function terminateWorkerBackends(): Promise<{ all: number; listen: number }> {
   const [row] = await t.sql<{ all: number; listen: number }>(
     `SELECT count(*)::int AS all, count(*) FILTER (WHERE query ILIKE 'LISTEN%')::int AS listen
-     FROM (SELECT query, pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()) x`,
+     FROM (SELECT query, pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()) x`,
     [APP],
   );
   return row!;
 }
+
+const listening = async () => (await t.sql(`SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND query ILIKE 'LISTEN%'`, [APP])).length > 0;
 
 it("survives its connections being terminated again and again, LISTEN included, and finishes every job", { timeout: 90_000 }, async () => {
   // A ten-minute poll: once the queue is empty, only a notification can wake this worker.
   const worker = t.worker("w", ["--concurrency", "5", "--lease", "5", "--rescue-interval", "1", "--poll-interval", "600"]);
   await worker.waitForLog((l) => l.event === "started", 20_000, "started");
   await t.errand.enqueueMany(Array.from({ length: JOBS }, (_, i) => ({ kind: "record", payload: { i, ms: 40 } })));
+  const doneCount = async () => (await t.statusCounts()).done ?? 0;
+  const alive = () => {
+    if (worker.hasExited()) throw new Error(`the worker exited: ${worker.stderr().slice(-2000)}`);
+  };
 
-  let rounds = 0;
+  // Each round cuts everything once the worker is listening again and has finished a job
+  // since the last cut: every round lands on a worker that recovered, whatever the timing.
   let cut = 0;
   let listenCut = 0;
-  const done = async () => (await t.statusCounts()).done === JOBS;
-  const deadline = Date.now() + 60_000;
-  while (rounds < 8 || !(await done())) {
-    if (Date.now() > deadline) throw new Error(`not done after 60 s: ${JSON.stringify(await t.statusCounts())}`);
-    if (worker.hasExited()) throw new Error(`the worker exited: ${JSON.stringify(await worker.exited)} ${worker.stderr().slice(-2000)}`);
-    if (rounds < 8 || rounds % 4 === 0) {
-      const killed = await terminateWorkerBackends();
-      cut += killed.all;
-      listenCut += killed.listen;
-    }
-    rounds++;
-    await new Promise((resolve) => setTimeout(resolve, 250));
+  let done = 0;
+  for (let round = 1; round <= ROUNDS; round++) {
+    const last = done;
+    done = await eventually(
+      async () => {
+        alive();
+        const now = await doneCount();
+        return now > last && (await listening()) ? now : 0;
+      },
+      20_000,
+      `progress and LISTEN before cut ${round}`,
+    );
+    const killed = await terminateWorkerBackends();
+    cut += killed.all;
+    listenCut += killed.listen;
   }
-  expect(cut).toBeGreaterThan(8);
-  expect(listenCut).toBeGreaterThan(0);
+  expect(listenCut).toBe(ROUNDS);
+  await eventually(
+    async () => {
+      alive();
+      return (await doneCount()) === JOBS;
+    },
+    60_000,
+    `all ${JOBS} jobs done`,
+  );
 
   // Every job done, each run at least once; the worker said what happened and lived on.
   expect(await t.statusCounts()).toEqual({ done: JOBS });
@@ -53,23 +71,23 @@ it("survives its connections being terminated again and again, LISTEN included, 
             (SELECT count(*)::int FROM (SELECT job_id FROM ${t.schema}.effects GROUP BY job_id HAVING count(*) > 1) d) AS duplicates`,
   )) as [{ missing: number; duplicates: number }];
   expect(missing).toBe(0);
+  // A cut lands on idle connections (logged as connection_error) or on running statements
+  // (logged as error, naming what was being done); which, depends on timing. Each cut of
+  // the LISTEN connection is reported, and every error is the termination.
   const errors = worker.logs.filter((l) => l.event === "error");
-  expect(errors.length).toBeGreaterThan(0);
+  const reported = worker.logs.filter((l) => l.event === "connection_error");
+  expect(errors.length + reported.length).toBeGreaterThanOrEqual(ROUNDS);
   expect(errors.every((l) => typeof l.during === "string" && /terminat|connect/i.test(String(l.error)))).toBe(true);
-  await worker.waitForLog((l) => l.event === "listen_restored", 10_000, "listen_restored");
+  await eventually(() => worker.logs.filter((l) => l.event === "listen_restored").length >= ROUNDS, 10_000, "LISTEN restored after every cut");
 
   // LISTEN is back: a new job is picked up at once, not after the ten-minute poll.
-  await eventually(
-    async () => (await t.sql(`SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND query ILIKE 'LISTEN%'`, [APP])).length > 0,
-    10_000,
-    "the LISTEN connection to come back",
-  );
+  await eventually(listening, 10_000, "the LISTEN connection to come back");
   const { id } = await t.errand.enqueue("record", { ms: 0 });
-  await eventually(async () => (await t.job(id)).status === "done", 5_000, "the notified job to run");
+  await eventually(async () => (await t.job(id)).status === "done", 30_000, "the notified job to run"); // the poll would take 10 min
 
   worker.child.kill("SIGTERM");
   expect(await worker.exited).toEqual({ code: 0, signal: null });
   console.log(
-    `connection loss: ${JOBS} jobs, ${rounds} rounds, ${cut} backends terminated (${listenCut} LISTEN), ${errors.length} errors logged, ${duplicates} jobs ran twice`,
+    `connection loss: ${JOBS} jobs, ${ROUNDS} rounds, ${cut} backends terminated (${listenCut} LISTEN), ${errors.length} errors and ${reported.length} connection errors logged, ${duplicates} jobs ran twice`,
   );
 });

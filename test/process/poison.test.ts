@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { eventually } from "../support/db.js";
 import type { Exit, Spawned } from "../support/process.js";
 import { type ProcessTest, processTest } from "./harness.js";
 
@@ -16,16 +17,18 @@ const ARGS = ["--lease", "1", "--rescue-interval", "0.2", "--poll-interval", "0.
  */
 async function supervise(done: () => Promise<boolean>, deadlineMs: number): Promise<{ exits: Exit[]; last: Spawned }> {
   const exits: Exit[] = [];
-  const deadline = Date.now() + deadlineMs;
   let worker = t.worker("w.0", ARGS);
-  while (!(await done())) {
-    if (Date.now() > deadline) throw new Error(`not done after ${deadlineMs} ms: ${JSON.stringify(await t.statusCounts())}`);
-    if (worker.hasExited()) {
-      exits.push(await worker.exited);
-      worker = t.worker(`w.${exits.length}`, ARGS);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  await eventually(
+    async () => {
+      if (worker.hasExited()) {
+        exits.push(await worker.exited);
+        worker = t.worker(`w.${exits.length}`, ARGS);
+      }
+      return done();
+    },
+    deadlineMs,
+    "the jobs to settle",
+  );
   return { exits, last: worker };
 }
 

@@ -16,7 +16,7 @@ describe("graceful shutdown of `errand worker`", () => {
       { kind: "record", payload: { ms: 0 } },
       { kind: "record", payload: { ms: 0 } },
     ]);
-    const worker = t.worker("w", ["--concurrency", "1", "--prefetch", "1", "--shutdown-timeout", "20"]);
+    const worker = t.worker("w", ["--concurrency", "1", "--prefetch", "1", "--shutdown-timeout", "60"]);
     await t.started(long!.id, worker);
     // The worker holds the second job in its buffer (leased, not started).
     await eventually(async () => (await t.job(buffered!.id)).status === "running", 5_000, "the second job to be buffered");
@@ -25,8 +25,9 @@ describe("graceful shutdown of `errand worker`", () => {
     const exit = await worker.exited;
     const tookMs = performance.now() - sent;
     expect(exit).toEqual({ code: 0, signal: null });
-    // It waited for the job (≈1.5 s), and not for the 20 s timeout.
-    expect(tookMs).toBeLessThan(8_000);
+    // It waited for the job (≈1.5 s), and not for the 60 s timeout: a bound far from both,
+    // so a slow machine does not change the verdict.
+    expect(tookMs).toBeLessThan(30_000);
     expect(await t.job(long!.id)).toMatchObject({ status: "done", attempts: 1, last_error: null });
     expect(await t.job(buffered!.id)).toMatchObject({ status: "ready", attempts: 0 });
     expect(await t.job(waiting!.id)).toMatchObject({ status: "ready", attempts: 0 });
@@ -45,8 +46,9 @@ describe("graceful shutdown of `errand worker`", () => {
     const exit = await worker.exited;
     const tookMs = performance.now() - sent;
     expect(exit).toEqual({ code: 0, signal: null });
+    // It gave the handler its second, then aborted it; exit 0 means it did not wait for
+    // the last-resort exit (timeout + 10 s, exit 1).
     expect(tookMs).toBeGreaterThanOrEqual(950);
-    expect(tookMs).toBeLessThan(6_000);
     expect(await t.job(id)).toMatchObject({ status: "ready", attempts: 0, last_error: null });
     expect(worker.logs.find((l) => l.event === "stopped")).toMatchObject({ released: 1 });
   });
@@ -56,12 +58,12 @@ describe("graceful shutdown of `errand worker`", () => {
     const worker = t.worker("w", ["--shutdown-timeout", "60"]);
     await t.started(id, worker);
     worker.child.kill("SIGINT");
-    await worker.waitForLog((l) => l.event === "shutting_down", 5_000, "shutting_down");
+    await worker.waitForLog((l) => l.event === "shutting_down", 15_000, "shutting_down");
     const sent = performance.now();
     worker.child.kill("SIGINT");
     const exit = await worker.exited;
     expect(exit.code).toBe(130);
-    expect(performance.now() - sent).toBeLessThan(2_000);
+    expect(performance.now() - sent).toBeLessThan(30_000); // not the 60 s a graceful stop would wait
     expect(worker.logs.some((l) => l.event === "forced_exit")).toBe(true);
     expect(await t.job(id)).toMatchObject({ status: "running", attempts: 1 });
   });

@@ -1,12 +1,11 @@
-import { spawn } from "node:child_process";
 import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { randomBytes } from "node:crypto";
+import pg from "pg";
 import { inject } from "vitest";
-import { onPostgres } from "./db.js";
-
-const bin = new URL("../../bin/errand.js", import.meta.url).pathname;
+import { Errand } from "../../src/index.js";
+import { freshSchema, onPostgres } from "./db.js";
+import { spawnErrand } from "./process.js";
 
 /** The result of one CLI run. */
 export interface CliResult {
@@ -15,33 +14,57 @@ export interface CliResult {
   readonly stderr: string;
 }
 
-/** Runs `errand ARGS` as a user would (the built binary), with a timeout. */
-export function errandCli(args: readonly string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 60_000): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], { env: { ...process.env, DATABASE_URL: "", ...env }, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    const timer = setTimeout(() => {
-      child.kill("SIGKILL");
-      reject(new Error(`errand ${args.join(" ")} timed out after ${timeoutMs} ms\n${stdout}\n${stderr}`));
-    }, timeoutMs);
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
+/** Runs `errand ARGS` as a user would (the built binary) to its end; fails after `timeoutMs`. */
+export async function errandCli(args: readonly string[], env: Readonly<Record<string, string>> = {}, timeoutMs = 60_000): Promise<CliResult> {
+  const run = spawnErrand(`errand ${args.join(" ")}`, args, env);
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    run.child.kill("SIGKILL");
+  }, timeoutMs);
+  const { code } = await run.exited;
+  clearTimeout(timer);
+  if (timedOut) throw new Error(`errand ${args.join(" ")} timed out after ${timeoutMs} ms\n${run.stdout()}\n${run.stderr()}`);
+  return { code, stdout: run.stdout(), stderr: run.stderr() };
+}
+
+/** A database for CLI runs; see {@link cliDatabase}. */
+export interface CliDatabase {
+  /** The flags that point a CLI run at it. */
+  readonly flags: string[];
+  readonly schema: string;
+  /** Opens errand on it in this process (while no CLI run holds an embedded database). */
+  open(): Promise<Errand>;
+  /** Drops the schema (PostgreSQL) or deletes the data directory (PGlite). */
+  cleanup(): Promise<void>;
 }
 
 /**
  * Database flags for CLI tests: a fresh schema on the PostgreSQL server, or a fresh
  * embedded data directory (copied from the template) on PGlite.
  */
-export function cliDatabase(): { readonly flags: string[]; readonly schema: string; cleanup(): void } {
-  const schema = `t_${randomBytes(6).toString("hex")}`;
-  if (onPostgres) return { flags: ["--database-url", process.env.ERRAND_TEST_URL!, "--schema", schema], schema, cleanup: () => {} };
+export function cliDatabase(): CliDatabase {
+  const schema = freshSchema();
+  if (onPostgres) {
+    const url = process.env.ERRAND_TEST_URL!;
+    return {
+      flags: ["--database-url", url, "--schema", schema],
+      schema,
+      open: () => Errand.open({ connectionString: url, schema }),
+      async cleanup() {
+        const client = new pg.Client({ connectionString: url });
+        await client.connect();
+        await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).finally(() => client.end());
+      },
+    };
+  }
   const dir = mkdtempSync(join(tmpdir(), "errand-cli-"));
-  cpSync(inject("pgliteTemplate"), join(dir, "data"), { recursive: true });
-  return { flags: ["--data-dir", join(dir, "data"), "--schema", schema], schema, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+  const dataDir = join(dir, "data");
+  cpSync(inject("pgliteTemplate"), dataDir, { recursive: true });
+  return {
+    flags: ["--data-dir", dataDir, "--schema", schema],
+    schema,
+    open: () => Errand.open({ dataDir, schema }),
+    cleanup: async () => rmSync(dir, { recursive: true, force: true }),
+  };
 }

@@ -52,9 +52,15 @@ export interface TestErrand {
   cleanup(): Promise<void>;
 }
 
+/** A schema name no other test uses (`t_` and 12 hex digits). */
+export function freshSchema(): string {
+  return `t_${randomBytes(6).toString("hex")}`;
+}
+
+/** Opens errand in a fresh schema on this file's shared database; `cleanup()` drops it. */
 export async function testErrand(options: Omit<ErrandOptions, "db" | "connectionString" | "dataDir" | "schema"> = {}): Promise<TestErrand> {
   const db = await shared();
-  const schema = `t_${randomBytes(6).toString("hex")}`;
+  const schema = freshSchema();
   const errand = await Errand.open({ ...options, db, schema });
   const raw = db as unknown as SqlClient;
   const sql = async <Row>(text: string, params?: unknown[]) => (await raw.query(text, params)).rows as Row[];

@@ -9,6 +9,9 @@ export const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 /** The PostgreSQL server the process tests use. */
 export const databaseUrl = process.env.ERRAND_TEST_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 
+/** The CLI as users run it (the built package). */
+export const errandBin = join(root, "bin", "errand.js");
+
 /** Path of a handler module under `test/process/fixtures/`. */
 export function fixture(name: string): string {
   return join(root, "test", "process", "fixtures", name);
@@ -28,15 +31,17 @@ export interface Exit {
   readonly signal: NodeJS.Signals | null;
 }
 
-/** A running `node bin/errand.js worker` (or any node script) and what it printed. */
+/** A running `node bin/errand.js …` (or any node script) and what it printed. */
 export interface Spawned {
   readonly name: string;
   readonly child: ChildProcess;
   /** stdout lines parsed as JSON (non-JSON lines are kept as `{ text }`). */
   readonly logs: LogRecord[];
+  /** Everything written to stdout. */
+  readonly stdout: () => string;
   /** Everything written to stderr. */
   readonly stderr: () => string;
-  /** Resolves when the process has exited (never rejects). */
+  /** Resolves once the process has exited and its output is read (never rejects). */
   readonly exited: Promise<Exit>;
   /** True once the process has exited. */
   readonly hasExited: () => boolean;
@@ -67,11 +72,15 @@ export function assertBuilt(): void {
   if (!existsSync(join(root, "dist", "cli", "main.js"))) throw new Error("dist/ is missing: run `npm run build` before the process tests");
 }
 
-/** Starts `node bin/errand.js worker` against the test database. */
-export function spawnWorker(options: WorkerSpawn): Spawned {
+/** Starts `errand ARGS` (the built CLI) with `env` added; `DATABASE_URL` is cleared unless given. */
+export function spawnErrand(name: string, args: readonly string[], env: Readonly<Record<string, string>> = {}): Spawned {
   assertBuilt();
+  return spawnNode(name, [errandBin, ...args], env);
+}
+
+/** Starts `errand worker` against the test database. */
+export function spawnWorker(options: WorkerSpawn): Spawned {
   const args = [
-    join(root, "bin", "errand.js"),
     "worker",
     "--database-url",
     options.url ?? urlNamed(`errand-${options.name}`),
@@ -81,7 +90,7 @@ export function spawnWorker(options: WorkerSpawn): Spawned {
     options.handlers,
     ...(options.args ?? []),
   ];
-  return spawnNode(options.name, args, {
+  return spawnErrand(options.name, args, {
     EFFECTS_URL: urlNamed("errand-test-effects"),
     EFFECTS_SCHEMA: options.schema,
     WORKER_NAME: options.name,
@@ -94,26 +103,31 @@ export function spawnNode(name: string, args: readonly string[], env: Readonly<R
   const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, DATABASE_URL: "", ...env }, stdio: ["ignore", "pipe", "pipe"] });
   const logs: LogRecord[] = [];
   const waiters = new Set<() => void>();
+  let stdout = "";
   let stderr = "";
   let pending = "";
   let exit: Exit | undefined;
+  const parse = (line: string) => {
+    if (!line.trim()) return;
+    try {
+      logs.push(JSON.parse(line) as LogRecord);
+    } catch {
+      logs.push({ text: line });
+    }
+  };
   child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+    stdout += chunk;
     pending += chunk;
     const lines = pending.split("\n");
     pending = lines.pop()!;
-    for (const line of lines) {
-      if (!line.trim()) continue;
-      try {
-        logs.push(JSON.parse(line) as LogRecord);
-      } catch {
-        logs.push({ text: line });
-      }
-    }
+    lines.forEach(parse);
     for (const waiter of waiters) waiter();
   });
   child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+  // "close", not "exit": by then everything the process wrote has been read.
   const exited = new Promise<Exit>((resolve) =>
-    child.on("exit", (code, signal) => {
+    child.on("close", (code, signal) => {
+      parse(pending);
       exit = { code, signal };
       resolve(exit);
       for (const waiter of waiters) waiter();
@@ -123,6 +137,7 @@ export function spawnNode(name: string, args: readonly string[], env: Readonly<R
     name,
     child,
     logs,
+    stdout: () => stdout,
     stderr: () => stderr,
     exited,
     hasExited: () => exit !== undefined,
