@@ -34,3 +34,37 @@ describe("adaptive prefetch", () => {
     expect(gateOpen).toBe(true);
   });
 });
+
+describe("jobs queued behind slow ones", () => {
+  it("are given back by a busy worker's buffer and run by an idle worker", { timeout: 60_000 }, async () => {
+    const shortDone = async () =>
+      (await t.sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${t.schema}.jobs WHERE kind = 'short' AND status = 'done'`))[0]!.n;
+    const heldBy = async (worker: string) =>
+      (await t.sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${t.schema}.jobs WHERE kind = 'short' AND status = 'running' AND locked_by = $1`, [worker]))[0]!.n;
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    // Fast jobs first, so the busy worker's adaptive prefetch is large when it reaches the
+    // two long jobs (concurrency 2: they take every slot) and the short ones behind them.
+    await t.errand.enqueueMany(Array.from({ length: 3000 }, () => ({ kind: "fast", payload: {}, priority: 2 })));
+    await t.errand.enqueueMany(Array.from({ length: 2 }, () => ({ kind: "long", payload: {}, priority: 1 })));
+    await t.errand.enqueueMany(Array.from({ length: 10 }, () => ({ kind: "short", payload: {} })));
+    const busy = t.errand.worker({ workerId: "busy", concurrency: 2, handlers: { fast: async () => {}, long: () => gate, short: async () => {} } });
+    const idle = t.errand.worker({ workerId: "idle", concurrency: 2, handlers: { short: async () => {} } });
+    try {
+      await busy.start();
+      // The busy worker buffers short jobs behind its two long ones…
+      await eventually(async () => (await heldBy("busy")) > 0, 30_000, "the busy worker to buffer short jobs");
+      const hoarded = await heldBy("busy");
+      const from = Date.now();
+      await idle.start();
+      // …and gives them back within maxBufferWaitMs (1 s), while the long jobs still run.
+      await eventually(async () => (await shortDone()) === 10, 5_000, "every short job done");
+      const tookMs = Date.now() - from;
+      console.log(`short jobs buffered by the busy worker: ${hoarded}; all 10 done ${tookMs} ms after the idle worker started`);
+      expect(busy.activeCount).toBe(2);
+    } finally {
+      release();
+      await Promise.all([busy.stop(), idle.stop()]);
+    }
+  });
+});

@@ -19,7 +19,7 @@ interface Row {
   wait_s: number;
 }
 const rows = () =>
-  t.sql<Row>(`SELECT id::text, status, attempts, last_error, errors, extract(epoch FROM run_at - now())::float8 AS wait_s FROM ${t.schema}.jobs ORDER BY id`);
+  t.sql<Row>(`SELECT id::text, status, attempts, last_error, errors, extract(epoch FROM run_at - now())::float8 AS wait_s FROM ${t.schema}.jobs j ORDER BY j.id`);
 /** Rows as they were before migration 007: the test drops the check that would refuse them. */
 const dropCheck = (name: string) => t.sql(`ALTER TABLE ${t.schema}.jobs DROP CONSTRAINT ${name}`);
 const boom = async () => {

@@ -89,7 +89,7 @@ function describe(error: unknown): string {
   const name = safeString(read(error, "name"));
   const message = safeString(read(error, "message"));
   const stack = read(error, "stack");
-  let text = typeof stack === "string" && stack.includes(message) ? stack : `${name}: ${message}\n${typeof stack === "string" ? stack : ""}`;
+  let text = typeof stack !== "string" ? `${name}: ${message}` : stack.includes(message) ? stack : `${name}: ${message}\n${stack}`;
   const cause = read(error, "cause");
   if (cause !== undefined && !(isInstance(error, PermanentError) && stack === read(cause, "stack"))) {
     const causeIsError = isInstance(cause, Error);
