@@ -86,5 +86,5 @@ export function decodeRetryPolicy(text: string | null, base: RetryPolicy): Retry
   const value: unknown = JSON.parse(text);
   if (value === null) return null;
   if (typeof value !== "object" || Array.isArray(value)) throw new ValidationError("retry", `must be a JSON object (got ${text.length > 100 ? `${text.slice(0, 100)}…` : text})`);
-  return resolveRetryPolicy(value as Partial<RetryPolicy>, "retry", base);
+  return resolveRetryPolicy(value, "retry", base);
 }

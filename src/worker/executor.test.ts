@@ -29,7 +29,11 @@ describe("describeError", () => {
 describe("execute", () => {
   for (const [name, make] of Object.entries(nastyThrownValues())) {
     it(`turns ${name} into a failure`, async () => {
-      const outcome = await execute(job, { k: () => Promise.reject(make()) }, { signal: new AbortController().signal }, defaultRetryPolicy);
+      const outcome = await execute(job, {
+          k: async () => {
+            throw make();
+          },
+        }, { signal: new AbortController().signal }, defaultRetryPolicy);
       expect(outcome).toMatchObject({ type: "failed", permanent: false });
       expect(outcome.type === "failed" && Number.isFinite(outcome.delayMs)).toBe(true);
     });
