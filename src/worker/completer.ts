@@ -77,6 +77,11 @@ export class Completer {
     this.#schedule(this.#failures === 0 ? this.#flushDelayMs : Math.min(5_000, 100 * 2 ** this.#failures));
   }
 
+  /** Forgets a job's unwritten start: the job is no longer this worker's. */
+  forget(job: ClaimedJob): void {
+    this.#starts.delete(job);
+  }
+
   /** Queues an outcome; it is written within a few milliseconds. */
   add(job: ClaimedJob, outcome: Exclude<Written, { type: "started" }>): void {
     this.#starts.delete(job);

@@ -352,7 +352,8 @@ export class Worker {
       const outcome: Outcome = undecodable
         ? { type: "failed", error: describeError(undecodable), permanent: true, delayMs: 0 }
         : await execute(job, this.#handlers, entry.controller, this.#policyFor(job.kind));
-      if (!entry.discard && !(entry.expired && outcome.type !== "done")) {
+      if (entry.discard) this.#completer.forget(job);
+      else if (!(entry.expired && outcome.type !== "done")) {
         this.#completer.add(job, outcome);
         this.#report(job, outcome, this.#clock.now() - started);
       }
