@@ -143,8 +143,17 @@ ALTER TABLE ONLY errand.done_counts
 ALTER TABLE ONLY errand.jobs
     ADD CONSTRAINT jobs_dedupe_key_key UNIQUE (dedupe_key);
 
+ALTER TABLE errand.jobs
+    ADD CONSTRAINT jobs_errors_array CHECK ((jsonb_typeof(errors) = 'array'::text)) NOT VALID;
+
 ALTER TABLE ONLY errand.jobs
     ADD CONSTRAINT jobs_pkey PRIMARY KEY (id);
+
+ALTER TABLE errand.jobs
+    ADD CONSTRAINT jobs_retry_object CHECK (((retry IS NULL) OR (jsonb_typeof(retry) = 'object'::text))) NOT VALID;
+
+ALTER TABLE errand.jobs
+    ADD CONSTRAINT jobs_running_leased CHECK (((status <> 'running'::text) OR (locked_until IS NOT NULL))) NOT VALID;
 
 ALTER TABLE ONLY errand.migrations
     ADD CONSTRAINT migrations_pkey PRIMARY KEY (version);
@@ -165,6 +174,8 @@ CREATE INDEX jobs_done ON errand.jobs USING btree (finished_at) WHERE (status = 
 CREATE INDEX jobs_leased ON errand.jobs USING btree (locked_until) WHERE (locked_until IS NOT NULL);
 
 CREATE INDEX jobs_ready ON errand.jobs USING btree (priority DESC, run_at, id) WHERE (status = 'ready'::text);
+
+CREATE INDEX jobs_unleased ON errand.jobs USING btree (id) WHERE ((status = 'running'::text) AND (locked_until IS NULL));
 
 CREATE INDEX schedules_due ON errand.schedules USING btree (next_slot) WHERE (NOT paused);
 

@@ -35,7 +35,11 @@ export type ErrandErrorCode =
   /** The migration list shipped in the build is empty or out of order (a broken bundle). */
   | "invalid_migrations"
   /** An isolated handler's thread or process exited before the handler finished. */
-  | "isolate_exited";
+  | "isolate_exited"
+  /** A stored job row cannot be run as it is (e.g. its `retry` column is not a policy); that job alone goes dead. */
+  | "invalid_job"
+  /** A job's outcome could not be written even alone; it was moved to dead, or runs again after its lease. */
+  | "outcome_not_written";
 
 /**
  * Every error errand raises on purpose is an {@link ErrandError} with a stable `code`,

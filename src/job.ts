@@ -2,10 +2,12 @@ import type { Json } from "./payload.js";
 
 /**
  * A job's status. Who moves it:
- * - `ready` → `running`: a worker's claim (attempts + 1, lease set).
+ * - `ready` → `running`: a worker's claim (lease set; attempts + 1 once the handler
+ *   starts — a job claimed ahead into the worker's buffer is only reserved until then).
  * - `running` → `done`: the worker's completer, after the handler resolved.
  * - `running` → `ready`: a failure with attempts left (after a backoff), a graceful
- *   release (attempt refunded), or the rescuer when the lease expired.
+ *   release (attempt refunded), or the rescuer when the lease expired (a reserved job
+ *   that never started comes back unspent).
  * - `running` → `dead`: a permanent error, the last attempt failing, or the rescuer
  *   burying a job whose last attempt's lease expired.
  * - `dead` → `ready`: a person retrying it (attempts reset); `dead` → deleted: discard.
@@ -18,6 +20,11 @@ export interface JobError {
   readonly attempt: number;
   readonly at: string;
   readonly error: string;
+  /**
+   * `false` when the lease expired on a job claimed ahead whose handler never started:
+   * the attempt was not spent (see docs/crash-safety.md).
+   */
+  readonly started?: false;
 }
 
 /** A job row as errand returns it. Ids are strings: PostgreSQL `bigint` exceeds JS numbers. */

@@ -74,3 +74,17 @@ export function checkMaxAttempts(value: unknown, field: string): number {
   }
   return value;
 }
+
+/**
+ * A job's own `retry` column (jsonb read as text; null when it has none) as a whole
+ * policy: the fields it leaves out come from `base`, the kind's policy (a partial policy
+ * written by plain SQL is legal). Throws a {@link ValidationError} naming the column for
+ * anything that is not a policy, such as a JSON string or a negative delay.
+ */
+export function decodeRetryPolicy(text: string | null, base: RetryPolicy): RetryPolicy | null {
+  if (text === null) return null;
+  const value: unknown = JSON.parse(text);
+  if (value === null) return null;
+  if (typeof value !== "object" || Array.isArray(value)) throw new ValidationError("retry", `must be a JSON object (got ${text.length > 100 ? `${text.slice(0, 100)}…` : text})`);
+  return resolveRetryPolicy(value, "retry", base);
+}

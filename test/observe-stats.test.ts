@@ -53,12 +53,12 @@ describe("stats", () => {
 
   it("counts a rescued lease as a failure, a release as none, and a retried dead job as no new death", async () => {
     await t.errand.enqueue("k", {}, { maxAttempts: 2 });
-    await t.sql(`UPDATE ${t.schema}.jobs SET status = 'running', attempts = 1, locked_by = 'gone', locked_until = now() - interval '1 second'`);
+    await t.sql(`UPDATE ${t.schema}.jobs SET status = 'running', attempts = 1, started_at = now(), locked_by = 'gone', locked_until = now() - interval '1 second'`);
     const worker = t.errand.worker({ handlers: { k: async () => { throw new Error("boom"); } } });
     expect(await worker.rescue()).toEqual({ ready: 1, dead: 0 });
     expect((await t.errand.stats()).kinds.k!.lastMinute).toEqual({ completed: 0, failed: 1, died: 0, failureRate: 1 });
     // A graceful release refunds the attempt: not a failure.
-    await t.sql(`UPDATE ${t.schema}.jobs SET status = 'running', attempts = attempts + 1, locked_by = 'w'`);
+    await t.sql(`UPDATE ${t.schema}.jobs SET status = 'running', attempts = attempts + 1, started_at = now(), locked_by = 'w', locked_until = now() + interval '1 minute'`);
     await t.sql(`UPDATE ${t.schema}.jobs SET status = 'ready', attempts = attempts - 1, locked_by = NULL`);
     expect((await t.errand.stats()).kinds.k!.lastMinute.failed).toBe(1);
     // The second attempt fails for good: one more failure, one death.

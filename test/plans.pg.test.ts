@@ -51,7 +51,8 @@ describe("batch statement plans", () => {
           const idArray = `'{${ids.join(",")}}'::bigint[]`;
           const json = (values: readonly unknown[]) => `'${byId(ids, values).replaceAll("'", "''")}'::jsonb`;
           const statements = {
-            claim: { text: q.claim.text, args: `${batch}, 'w', '{}'::jsonb, 60000` },
+            claim: { text: q.claim.text, args: `${batch}, 'w', '{}'::jsonb, 60000, 10` },
+            start: { text: q.start.text, args: `${idArray}, ${json(rows.map((r) => r.attempts))}, 'w'` },
             heartbeat: { text: q.heartbeat.text, args: `${idArray}, ${json(rows.map((r) => r.attempts))}, 'w', '{}'::jsonb, 60000` },
             complete: { text: q.complete.text, args: `${idArray}, ${json(rows.map((r) => r.attempts))}, 'w'` },
             fail: { text: q.fail.text, args: `${idArray}, ${json(rows.map((r) => [r.attempts, 1000, false, "boom"]))}, 'w'` },
@@ -64,7 +65,7 @@ describe("batch statement plans", () => {
           expect(claim).toMatch(/Index Scan (using|on) jobs_ready/);
           expect(claim).toMatch(/Tid Scan on jobs j/);
           expect(claim).not.toMatch(/Seq Scan|Join/);
-          for (const name of ["heartbeat", "complete", "fail", "release"] as const) {
+          for (const name of ["heartbeat", "start", "complete", "fail", "release"] as const) {
             const text = await plan(c, name, statements[name].args);
             const shown = `${name}:\n${text.replace(/'[^']{60,}'/g, "'…'")}`;
             // No join at all: each row is found by its id, through the primary key — or,

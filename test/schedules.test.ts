@@ -99,7 +99,7 @@ describe("the scheduler", () => {
     await schedules.declare([hourly()]);
     const scheduler = schedules.scheduler();
     await scheduler.runOnce(at("2026-01-01T01:00:01Z"));
-    await t.sql(`UPDATE ${t.schema}.jobs SET status = 'running'`);
+    await t.sql(`UPDATE ${t.schema}.jobs SET status = 'running', locked_until = now() + interval '1 minute'`);
     const tick = await scheduler.runOnce(at("2026-01-01T02:00:01Z"));
     expect(tick.events).toEqual([{ type: "skipped", schedule: "hourly", slot: at("2026-01-01T02:00:00Z"), reason: expect.stringMatching(/still ready or running/) }]);
     expect((await schedules.list())[0]!.lastSkipped).toEqual({ slot: at("2026-01-01T02:00:00Z"), reason: expect.stringMatching(/overlap/) });
@@ -113,7 +113,7 @@ describe("the scheduler", () => {
     await schedules.declare([hourly({ overlap: "allow" })]);
     const scheduler = schedules.scheduler();
     await scheduler.runOnce(at("2026-01-01T01:00:01Z"));
-    await t.sql(`UPDATE ${t.schema}.jobs SET status = 'running'`);
+    await t.sql(`UPDATE ${t.schema}.jobs SET status = 'running', locked_until = now() + interval '1 minute'`);
     await scheduler.runOnce(at("2026-01-01T02:00:01Z"));
     expect(await slots()).toEqual(["2026-01-01T01:00:00.000Z", "2026-01-01T02:00:00.000Z"]);
   });

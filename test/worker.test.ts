@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { NotFoundError, PermanentError, snooze, type JobContext, type WorkerEvent } from "../src/index.js";
 import { type TestErrand, eventually, testErrand } from "./support/db.js";
+import { nastyThrownValues } from "./support/thrown.js";
 
 let t: TestErrand;
 beforeEach(async () => {
@@ -189,6 +190,40 @@ describe("worker", () => {
     await worker.stop({ timeout: 50 });
     expect(String(aborted)).toContain("shutting down");
     expect(await row(id)).toMatchObject({ status: "ready", attempts: 0, last_error: null });
+  });
+});
+
+describe("thrown values", () => {
+  it("whatever a handler throws fails only its own job; the worker and the jobs beside it carry on", async () => {
+    const nasty = Object.entries(nastyThrownValues());
+    const jobs = await t.errand.enqueueMany([
+      ...nasty.map((_, i) => ({ kind: "nasty", payload: { i } })),
+      ...Array.from({ length: 20 }, () => ({ kind: "fine", payload: {} })),
+    ]);
+    const errors: WorkerEvent[] = [];
+    const worker = t.errand.worker({
+      concurrency: 8,
+      handlers: {
+        nasty: async ({ i }: { i: number }) => {
+          throw nasty[i]![1]();
+        },
+        fine: async () => {},
+      },
+      onEvent: (e) => void (e.type === "error" && errors.push(e)),
+    });
+    await worker.start();
+    await eventually(
+      async () => (await t.sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${t.schema}.jobs WHERE status = 'running' OR attempts = 0`))[0]!.n === 0,
+      20_000,
+      "every job to have run",
+    );
+    await worker.stop();
+    const after = await t.sql<{ id: string; status: string; attempts: number; last_error: string | null }>(
+      `SELECT id::text, status, attempts, last_error FROM ${t.schema}.jobs j ORDER BY j.id`,
+    );
+    expect(after.slice(0, nasty.length).map((r) => [r.status, r.attempts, typeof r.last_error])).toEqual(nasty.map(() => ["ready", 1, "string"]));
+    expect(after.slice(nasty.length).map((r) => [r.status, r.attempts])).toEqual(jobs.slice(nasty.length).map(() => ["done", 1]));
+    expect(errors).toEqual([]);
   });
 });
 

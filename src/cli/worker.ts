@@ -32,7 +32,7 @@ export function register(program: Command): void {
       .description("run jobs until SIGTERM or SIGINT (graceful), a second SIGINT exits at once")
       .requiredOption("--handlers <path>", "module whose default export maps kind → async (payload, ctx) => …")
       .option("--concurrency <n>", "handlers running at once (default 10)", intArg(1, 10_000))
-      .option("--prefetch <n>", "jobs claimed ahead of free slots (default adaptive: a quarter second of recent throughput, between concurrency and 1000)", intArg(0, 10_000))
+      .option("--prefetch <n>", "jobs claimed ahead of free slots (default adaptive: a quarter second of recent throughput, up to 1000, none when nothing finished lately; buffered jobs unstarted after 1 s go back)", intArg(0, 10_000))
       .option("--lease <seconds>", "lease per job, extended by heartbeats (default 300)", secondsArg(false))
       .option("--heartbeat-interval <seconds>", "how often leases are extended (default a third of the lease)", secondsArg(false))
       .option("--rescue-interval <seconds>", "how often expired leases are rescued, 0 = never (default 30)", secondsArg())

@@ -7,9 +7,11 @@ export interface Queries {
   readonly enqueuePlain: Statement;
   readonly findByDedupeKeys: Statement;
   readonly claim: Statement;
+  readonly start: Statement;
   readonly complete: Statement;
   readonly fail: Statement;
   readonly release: Statement;
+  readonly deadLetter: Statement;
   readonly heartbeat: Statement;
   readonly rescue: Statement;
   readonly getJob: Statement;
@@ -37,11 +39,36 @@ function jobFields(e: string): string {
                ${e} ->> 6 AS dedupe_key, nullif(${e} -> 7, 'null') AS retry`;
 }
 
+/**
+ * The attempt a held row is on. A claim charges an attempt only to the rows whose handlers
+ * start at once; the rest of the batch is *reserved* for the worker's buffer (`running`,
+ * leased, `started_at` NULL, attempts not yet incremented) and is charged when its handler
+ * starts (the `start` statement) or, if the outcome gets there first, by the outcome's
+ * write. Every statement on a held row matches and writes this value.
+ */
+const heldAttempt = "(j.attempts + (j.started_at IS NULL)::int)";
+
+/**
+ * `errors` with `entry` (a jsonb object) appended, the last 25 kept. A history that is not
+ * an array (written by hand, or before migration 007's check) starts over instead of
+ * failing the statement for every row in it.
+ */
+function appendError(entry: string): string {
+  return `(CASE WHEN jsonb_typeof(j.errors) IS DISTINCT FROM 'array' THEN '[]'::jsonb
+                WHEN jsonb_array_length(j.errors) >= 25 THEN j.errors - 0 ELSE j.errors END)
+               || jsonb_build_array(${entry})`;
+}
+
+/** Times a rescuer may return a reserved row whose lease expired before it is charged anyway. */
+export const maxUnstartedRefunds = 3;
+
 function build(s: string, channel: string): Queries {
   const jobs = `${s}.jobs`;
   /** fail's per-job values: $2 is {id: [attempt, delay_ms, permanent, error]} (see byId). */
   const failed = (index: number, cast: string): string => `($2::jsonb -> j.id::text ->> ${index})${cast}`;
   const [attempt, delayMs, permanent, error] = [failed(0, "::int"), failed(1, "::float8"), failed(2, "::boolean"), failed(3, "")];
+  /** The first $5 rows of the claim's batch, in claim order: their handlers start now. */
+  const startsNow = "j.ctid = ANY(ARRAY(SELECT ctid FROM next LIMIT $5))";
   return {
     /*
      * enqueue — inserts n jobs in one statement. Ids are drawn first so each input row
@@ -100,12 +127,16 @@ function build(s: string, channel: string): Queries {
     /*
      * claim — takes up to $1 ready, due jobs in priority then run_at order, skipping rows
      * other workers hold, and leases them to worker $2 for $4 ms (or the kind's lease in
-     * $3, a JSON object kind → ms). Commits on its own: no transaction stays open.
+     * $3, a JSON object kind → ms). The first $5 of them (the worker's free handler slots)
+     * start now: attempts + 1, started_at = now(). The others are reserved for the
+     * worker's buffer: leased, started_at NULL, no attempt spent until a handler starts
+     * (see heldAttempt). Commits on its own: no transaction stays open.
      * The locked rows are updated by their ctid (a TID scan: they cannot move while this
      * statement holds their locks), not by joining on id, whose plan depended on the
      * table's statistics (a hash of the whole table per claim when it was small).
-     * rows: id, kind, payload, attempts, max_attempts, retry, run_at_ms, created_at_ms
-     * (epoch milliseconds: a float is cheaper to send and to read than a timestamptz)
+     * rows: id, kind, payload, attempts, started, max_attempts, retry (as text: decoded
+     * per job by the worker), run_at_ms, created_at_ms (epoch milliseconds: a float is
+     * cheaper to send and to read than a timestamptz)
      */
     claim: statement(`
       WITH next AS (
@@ -117,18 +148,33 @@ function build(s: string, channel: string): Queries {
       )
       UPDATE ${jobs} j
       SET status = 'running',
-          attempts = j.attempts + 1,
+          attempts = j.attempts + CASE WHEN ${startsNow} THEN 1 ELSE 0 END,
           locked_by = $2,
           locked_until = now() + coalesce(($3::jsonb ->> j.kind)::float8, $4::float8) * interval '1 millisecond',
-          started_at = now()
+          started_at = CASE WHEN ${startsNow} THEN now() END
       WHERE j.ctid = ANY(ARRAY(SELECT ctid FROM next))
-      RETURNING j.id, j.kind, j.payload, j.attempts, j.max_attempts, j.retry,
+      RETURNING j.id, j.kind, j.payload, j.attempts, j.started_at IS NOT NULL AS started, j.max_attempts, j.retry::text AS retry,
                 (extract(epoch FROM j.run_at) * 1000)::float8 AS run_at_ms,
                 (extract(epoch FROM j.created_at) * 1000)::float8 AS created_at_ms`),
 
     /*
+     * start — records that the handlers of reserved jobs started: the attempt is spent.
+     * Sent lazily with the next batch of outcomes, and only for jobs whose outcome is not
+     * known yet (the outcome's write charges the others). Writes no indexed column, so
+     * PostgreSQL can update the row in place (HOT).
+     * $1 id bigint[], $2 {id: attempt} (JSON, see byId), $3 worker id; rows: id
+     */
+    start: statement(`
+      UPDATE ${jobs} j
+      SET attempts = j.attempts + 1, started_at = now()
+      WHERE j.id = ANY($1::bigint[]) AND j.started_at IS NULL AND j.attempts + 1 = ($2::jsonb ->> j.id::text)::int
+        AND j.status = 'running' AND j.locked_by = $3
+      RETURNING j.id`),
+
+    /*
      * complete — marks jobs done, but only those still leased to this worker for this
-     * attempt: a late result after the lease was lost is not recorded.
+     * attempt: a late result after the lease was lost is not recorded. A reserved row
+     * (its start not written yet) is charged its attempt here.
      * Counts the outcomes for stats (see counted()).
      * $1 id bigint[], $2 {id: attempt} (JSON, see byId), $3 worker id; rows: id
      */
@@ -137,8 +183,9 @@ function build(s: string, channel: string): Queries {
         s,
         "",
         `UPDATE ${jobs} j
-      SET status = 'done', locked_until = NULL, locked_by = NULL, finished_at = now()
-      WHERE j.id = ANY($1::bigint[]) AND j.attempts = ($2::jsonb ->> j.id::text)::int
+      SET status = 'done', attempts = ${heldAttempt}, started_at = coalesce(j.started_at, now()),
+          locked_until = NULL, locked_by = NULL, finished_at = now()
+      WHERE j.id = ANY($1::bigint[]) AND ${heldAttempt} = ($2::jsonb ->> j.id::text)::int
         AND j.status = 'running' AND j.locked_by = $3`,
         "id",
         "done",
@@ -148,7 +195,7 @@ function build(s: string, channel: string): Queries {
     /*
      * fail — records failed attempts: back to ready after the given delay, or dead when
      * the error is permanent or attempts are used up. Keeps last_error and appends to the
-     * errors history (the last 25 kept).
+     * errors history (the last 25 kept). A reserved row is charged its attempt here.
      * $1 id bigint[], $2 {id: [attempt, delay_ms, permanent, error]} (JSON, see byId),
      * $3 worker id; rows: id, status
      */
@@ -157,15 +204,16 @@ function build(s: string, channel: string): Queries {
         s,
         "",
         `UPDATE ${jobs} j
-      SET status = CASE WHEN ${permanent} OR j.attempts >= j.max_attempts THEN 'dead' ELSE 'ready' END,
-          run_at = CASE WHEN ${permanent} OR j.attempts >= j.max_attempts THEN j.run_at
+      SET status = CASE WHEN ${permanent} OR ${attempt} >= j.max_attempts THEN 'dead' ELSE 'ready' END,
+          attempts = ${attempt},
+          started_at = coalesce(j.started_at, now()),
+          run_at = CASE WHEN ${permanent} OR ${attempt} >= j.max_attempts THEN j.run_at
                         ELSE now() + ${delayMs} * interval '1 millisecond' END,
-          finished_at = CASE WHEN ${permanent} OR j.attempts >= j.max_attempts THEN now() END,
+          finished_at = CASE WHEN ${permanent} OR ${attempt} >= j.max_attempts THEN now() END,
           last_error = ${error},
-          errors = (CASE WHEN jsonb_array_length(j.errors) >= 25 THEN j.errors - 0 ELSE j.errors END)
-                   || jsonb_build_array(jsonb_build_object('attempt', j.attempts, 'at', now(), 'error', ${error})),
+          errors = ${appendError(`jsonb_build_object('attempt', ${attempt}, 'at', now(), 'error', ${error})`)},
           locked_until = NULL, locked_by = NULL
-      WHERE j.id = ANY($1::bigint[]) AND j.attempts = ${attempt}
+      WHERE j.id = ANY($1::bigint[]) AND ${heldAttempt} = ${attempt}
         AND j.status = 'running' AND j.locked_by = $3`,
         "id, status",
         "failure",
@@ -173,65 +221,114 @@ function build(s: string, channel: string): Queries {
     ),
 
     /*
-     * release — gives jobs back without spending an attempt (shutdown, or claimed but
-     * never started, or snoozed). $1 id bigint[], $2 {id: [attempt, delay_ms]} (JSON,
-     * see byId; a delay of 0 keeps run_at), $3 worker id; rows: id
+     * release — gives jobs back without spending an attempt (shutdown, a buffered job
+     * that waited too long or never started, a snooze): a started row's attempt is
+     * refunded, a reserved row was never charged. Wakes the workers when a job is due
+     * again at once. $1 id bigint[], $2 {id: [attempt, delay_ms]} (JSON, see byId; a delay
+     * of 0 keeps run_at), $3 worker id; rows: id
      */
     release: statement(`
-      UPDATE ${jobs} j
-      SET status = 'ready', attempts = j.attempts - 1, locked_until = NULL, locked_by = NULL,
-          run_at = CASE WHEN ($2::jsonb -> j.id::text ->> 1)::float8 > 0
-                        THEN now() + ($2::jsonb -> j.id::text ->> 1)::float8 * interval '1 millisecond' ELSE j.run_at END
-      WHERE j.id = ANY($1::bigint[]) AND j.attempts = ($2::jsonb -> j.id::text ->> 0)::int
-        AND j.status = 'running' AND j.locked_by = $3
-      RETURNING j.id`),
+      WITH released AS (
+        UPDATE ${jobs} j
+        SET status = 'ready', attempts = j.attempts - (j.started_at IS NOT NULL)::int, locked_until = NULL, locked_by = NULL,
+            run_at = CASE WHEN ($2::jsonb -> j.id::text ->> 1)::float8 > 0
+                          THEN now() + ($2::jsonb -> j.id::text ->> 1)::float8 * interval '1 millisecond' ELSE j.run_at END
+        WHERE j.id = ANY($1::bigint[]) AND ${heldAttempt} = ($2::jsonb -> j.id::text ->> 0)::int
+          AND j.status = 'running' AND j.locked_by = $3
+        RETURNING j.id, j.run_at <= now() AS due
+      )
+      SELECT id, CASE WHEN due THEN pg_notify('${channel}', '') END IS NULL AS notified FROM released`),
+
+    /*
+     * deadLetter — the last resort for one job whose outcome cannot be written (the
+     * write fails on something in the row itself): buries it with the reason, touching
+     * nothing else of the row, so it cannot hold up the outcomes of other jobs.
+     * $1 id, $2 attempt, $3 worker id, $4 reason; rows: id
+     */
+    deadLetter: statement(
+      counted(
+        s,
+        "",
+        `UPDATE ${jobs} j
+      SET status = 'dead', attempts = ${heldAttempt}, started_at = coalesce(j.started_at, now()), finished_at = now(),
+          last_error = $4, locked_until = NULL, locked_by = NULL
+      WHERE j.id = $1::bigint AND ${heldAttempt} = $2::int AND j.status = 'running' AND j.locked_by = $3`,
+        "id",
+        "failure",
+      ),
+    ),
 
     /*
      * heartbeat — extends the leases of this worker's jobs; a job missing from the result
-     * was lost (rescued, retried elsewhere or deleted) and its handler must stop.
+     * was lost (rescued, retried elsewhere or deleted) and its handler must stop. Reserved
+     * rows are held like started ones.
      * $1 id bigint[], $2 {id: attempt} (JSON, see byId), $3 worker id, $4 kind → lease
      * ms (JSON), $5 default lease ms; rows: id, attempts
      */
     heartbeat: statement(`
       UPDATE ${jobs} j
       SET locked_until = now() + coalesce(($4::jsonb ->> j.kind)::float8, $5::float8) * interval '1 millisecond'
-      WHERE j.id = ANY($1::bigint[]) AND j.attempts = ($2::jsonb ->> j.id::text)::int
+      WHERE j.id = ANY($1::bigint[]) AND ${heldAttempt} = ($2::jsonb ->> j.id::text)::int
         AND j.status = 'running' AND j.locked_by = $3
-      RETURNING j.id, j.attempts`),
+      RETURNING j.id, ${heldAttempt} AS attempts`),
 
     /*
      * rescue — returns up to $1 jobs whose lease expired (their worker died or overran)
      * to ready, or buries them as dead when that was their last attempt, so a job that
      * kills its worker every time cannot loop forever. The attempt is not refunded.
-     * rows: id, status
+     * A reserved row (started_at NULL: buffered, its handler never started, as far as the
+     * database knows) comes back without spending an attempt, recorded in its history as
+     * `started: false`. Its start is written lazily, so a handler that kills its worker
+     * before the start is written would look unstarted every time: after
+     * maxUnstartedRefunds such entries an expired reservation is charged like any other.
+     * A running row without a lease (written before migration 007's check) counts as
+     * expired. rows: id, status
      */
     rescue: statement(
       counted(
         s,
-        `expired AS (
+        `lapsed AS (
         SELECT id FROM ${jobs}
         WHERE status = 'running' AND locked_until < now()
         ORDER BY locked_until
         LIMIT $1
         FOR UPDATE SKIP LOCKED
-      ), described AS (
-        SELECT j.id, j.attempts >= j.max_attempts AS last,
-               format('lease expired on attempt %s of %s (worker %s died or overran its lease)',
-                      j.attempts, j.max_attempts, coalesce(j.locked_by, '?')) AS message
+      ), unleased AS (
+        SELECT id FROM ${jobs}
+        WHERE status = 'running' AND locked_until IS NULL
+        LIMIT $1
+        FOR UPDATE SKIP LOCKED
+      ), expired AS (
+        SELECT id FROM lapsed UNION ALL SELECT id FROM unleased
+      ), held AS MATERIALIZED (
+        SELECT j.id, j.attempts, j.max_attempts, coalesce(j.locked_by, '?') AS worker,
+               j.started_at IS NULL
+                 AND (SELECT count(*) FROM jsonb_array_elements(CASE WHEN jsonb_typeof(j.errors) = 'array' THEN j.errors ELSE '[]' END) e
+                      WHERE e ->> 'started' = 'false') < ${maxUnstartedRefunds} AS refund,
+               j.attempts + (j.started_at IS NULL)::int AS attempt
         FROM ${jobs} j JOIN expired USING (id)
+      ), described AS (
+        SELECT id, refund, attempt, NOT refund AND attempt >= max_attempts AS last,
+               CASE WHEN refund
+                    THEN format('lease expired before the job started (worker %s held it); attempt %s of %s not spent',
+                                worker, attempt, max_attempts)
+                    ELSE format('lease expired on attempt %s of %s (worker %s died or overran its lease)', attempt, max_attempts, worker)
+               END AS message
+        FROM held
       ),
       `,
         `UPDATE ${jobs} j
       SET status = CASE WHEN d.last THEN 'dead' ELSE 'ready' END,
+          attempts = CASE WHEN d.refund THEN j.attempts ELSE d.attempt END,
           finished_at = CASE WHEN d.last THEN now() END,
           run_at = CASE WHEN d.last THEN j.run_at ELSE now() END,
           last_error = CASE WHEN d.last THEN coalesce(j.last_error || E'\\n', '') || d.message ELSE j.last_error END,
-          errors = (CASE WHEN jsonb_array_length(j.errors) >= 25 THEN j.errors - 0 ELSE j.errors END)
-                   || jsonb_build_array(jsonb_build_object('attempt', j.attempts, 'at', now(), 'error', d.message)),
+          errors = ${appendError(`CASE WHEN d.refund THEN jsonb_build_object('attempt', d.attempt, 'at', now(), 'error', d.message, 'started', false)
+                                         ELSE jsonb_build_object('attempt', d.attempt, 'at', now(), 'error', d.message) END`)},
           locked_until = NULL, locked_by = NULL
       FROM described d WHERE j.id = d.id`,
         "id, status",
-        "failure",
+        "rescue",
       ),
     ),
 
@@ -295,8 +392,10 @@ export function byId<T>(ids: readonly string[], values: readonly T[]): string {
  * by backend so concurrent workers seldom wait on one counter row. Only the statements
  * that finish attempts pay for it — claims and heartbeats do not.
  */
-function counted(s: string, ctes: string, update: string, returning: string, outcome: "done" | "failure"): string {
-  const tallies = outcome === "done" ? "count(*), 0, 0" : "0, count(*), count(*) FILTER (WHERE status = 'dead')";
+function counted(s: string, ctes: string, update: string, returning: string, outcome: "done" | "failure" | "rescue"): string {
+  // A rescue that returns a reservation unspent (see rescue) is not a failed attempt.
+  const tallies =
+    outcome === "done" ? "count(*), 0, 0" : `0, count(*)${outcome === "rescue" ? " FILTER (WHERE NOT refund)" : ""}, count(*) FILTER (WHERE status = 'dead')`;
   const keptDone =
     outcome === "done"
       ? `, kept AS (
@@ -307,7 +406,7 @@ function counted(s: string, ctes: string, update: string, returning: string, out
   return `
       WITH ${ctes}changed AS (
         ${update}
-        RETURNING j.id, j.kind, j.status
+        RETURNING j.id, j.kind, j.status${outcome === "rescue" ? ", d.refund" : ""}
       ), tallied AS (
         INSERT INTO ${s}.outcome_counts AS c (bucket, kind, shard, done, failed, died)
         SELECT to_timestamp(floor(extract(epoch FROM now()) / 10) * 10), kind, pg_backend_pid() % 4, ${tallies}

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Driver, Statement } from "../driver/types.js";
 import { queriesFor } from "../sql/queries.js";
-import { Completer, maxRowsPerWrite } from "./completer.js";
+import { Completer, isRowError, maxRowsPerWrite } from "./completer.js";
 import type { ClaimedJob } from "./executor.js";
 
 /** A driver that records each statement's id list and reports every row as written. */
@@ -56,5 +56,29 @@ describe("Completer", () => {
     expect(byName[queries.complete.name]).toEqual(["1", "3"]);
     expect(byName[queries.fail.name]).toEqual(["2"]);
     expect(byName[queries.release.name]).toEqual(["4"]);
+  });
+
+  it("does not split or bury anything when the database cannot be reached: the batch is kept for a retry", async () => {
+    const statements: string[] = [];
+    const driver = {
+      dialect: "postgres",
+      async run<Row>(statement: Statement): Promise<{ rows: Row[] }> {
+        statements.push(statement.name);
+        throw Object.assign(new Error("Connection terminated unexpectedly"), { code: "ECONNRESET" });
+      },
+      transaction: () => Promise.reject(new Error("not used")),
+      listen: () => Promise.reject(new Error("not used")),
+      close: async () => {},
+    } satisfies Driver;
+    const completer = new Completer(driver, queries, "w1", 1_000, () => {});
+    for (let i = 1; i <= 8; i++) completer.add(job(i), { type: "done" });
+    await expect(completer.flush()).rejects.toThrow("Connection terminated");
+    expect(statements).toEqual([queries.complete.name]);
+    expect(completer.size).toBe(8);
+  });
+
+  it("tells row errors (SQLSTATE classes 22 and 23) from the rest", () => {
+    expect(["22023", "22P02", "23502", "23514"].map((code) => isRowError({ code }))).toEqual([true, true, true, true]);
+    expect(["08006", "57P01", "40P01", "ECONNRESET", undefined].map((code) => isRowError({ code }))).toEqual([false, false, false, false, false]);
   });
 });

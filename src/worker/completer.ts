@@ -1,10 +1,26 @@
+import { type Clock, systemClock } from "../clock.js";
 import type { Driver } from "../driver/types.js";
+import { ErrandError } from "../errors.js";
 import { type Queries, byId } from "../sql/queries.js";
 import type { ClaimedJob, Outcome } from "./executor.js";
 
+/** What the completer writes for a job: its outcome, a release, or (see `started`) its start. */
+type Written = Outcome | { readonly type: "released" } | { readonly type: "started" };
+
 interface Pending {
   readonly job: ClaimedJob;
-  readonly outcome: Outcome | { readonly type: "released" };
+  readonly outcome: Written;
+}
+
+type WriteType = "done" | "failed" | "released" | "started";
+
+/** What writing one group of rows came to. */
+interface GroupResult {
+  /** Rows to try again later (the database could not be reached). */
+  readonly unwritten: Pending[];
+  /** Ids the write found no longer leased to this worker. */
+  readonly lost: string[];
+  readonly error?: unknown;
 }
 
 /**
@@ -12,6 +28,9 @@ interface Pending {
  * joins the next one, so a busy worker needs a few statements per batch instead of one
  * per job. A failed write is kept and retried with backoff, never dropped: a handler that
  * succeeded is not turned into a failure because its acknowledgement could not be written.
+ * One row that cannot be written cannot hold up the others: a write that fails on the data
+ * of its rows is split until the row at fault is alone, and that one is buried (`dead`)
+ * with the reason.
  */
 export class Completer {
   readonly #driver: Driver;
@@ -19,14 +38,18 @@ export class Completer {
   readonly #workerId: string;
   readonly #flushDelayMs: number;
   readonly #onError: (error: unknown) => void;
+  readonly #clock: Clock;
   #pending: Pending[] = [];
+  /** Reserved jobs whose handlers started (when, on the clock) and whose outcome is not known yet. */
+  readonly #starts = new Map<ClaimedJob, number>();
   #flushing: Promise<void> | undefined;
   #timer: NodeJS.Timeout | undefined;
   #failures = 0;
   /** Called with the job ids each write found no longer leased to this worker. */
   onLost: (ids: readonly string[]) => void = () => {};
 
-  constructor(driver: Driver, queries: Queries, workerId: string, flushDelayMs: number, onError: (error: unknown) => void) {
+  constructor(driver: Driver, queries: Queries, workerId: string, flushDelayMs: number, onError: (error: unknown) => void, clock: Clock = systemClock) {
+    this.#clock = clock;
     this.#driver = driver;
     this.#queries = queries;
     this.#workerId = workerId;
@@ -44,8 +67,24 @@ export class Completer {
     return this.#pending.map((p) => p.job);
   }
 
+  /**
+   * Records that a reserved job's handler started (its attempt is spent), with the first
+   * batch written once it has run for `flushDelayMs`. Dropped if the job's outcome is
+   * queued first, as it is for fast jobs: that write charges the attempt.
+   */
+  started(job: ClaimedJob): void {
+    this.#starts.set(job, this.#clock.now());
+    this.#schedule(this.#failures === 0 ? this.#flushDelayMs : Math.min(5_000, 100 * 2 ** this.#failures));
+  }
+
+  /** Forgets a job's unwritten start: the job is no longer this worker's. */
+  forget(job: ClaimedJob): void {
+    this.#starts.delete(job);
+  }
+
   /** Queues an outcome; it is written within a few milliseconds. */
-  add(job: ClaimedJob, outcome: Pending["outcome"]): void {
+  add(job: ClaimedJob, outcome: Exclude<Written, { type: "started" }>): void {
+    this.#starts.delete(job);
     this.#pending.push({ job, outcome });
     this.#schedule(this.#failures === 0 ? this.#flushDelayMs : Math.min(5_000, 100 * 2 ** this.#failures));
   }
@@ -57,10 +96,14 @@ export class Completer {
       this.#timer = undefined;
     }
     while (this.#flushing) await this.#flushing.catch(() => {});
-    if (this.#pending.length === 0) return;
+    const starts = this.#dueStarts();
+    if (this.#pending.length === 0 && starts.length === 0) {
+      if (this.#starts.size > 0) this.#schedule(this.#flushDelayMs);
+      return;
+    }
     const batch = this.#pending;
     this.#pending = [];
-    this.#flushing = this.#write(batch).then((unwritten) => {
+    this.#flushing = this.#write(batch, starts).then((unwritten) => {
       if (unwritten.items.length === 0) {
         this.#failures = 0;
         return;
@@ -74,7 +117,20 @@ export class Completer {
     } finally {
       this.#flushing = undefined;
     }
-    if (this.#pending.length > 0) this.#schedule(this.#flushDelayMs);
+    if (this.#pending.length > 0 || this.#starts.size > 0) this.#schedule(this.#flushDelayMs);
+  }
+
+  /** Takes the starts of handlers that have run for at least `flushDelayMs`. */
+  #dueStarts(): ClaimedJob[] {
+    if (this.#starts.size === 0) return [];
+    const due: ClaimedJob[] = [];
+    const before = this.#clock.now() - this.#flushDelayMs;
+    for (const [job, at] of this.#starts) {
+      if (at > before) continue;
+      due.push(job);
+      this.#starts.delete(job);
+    }
+    return due;
   }
 
   /** Retries {@link flush} until everything is written or `deadline` (epoch ms) passes. */
@@ -103,14 +159,13 @@ export class Completer {
   }
 
   /**
-   * Writes each kind of outcome in statements of at most {@link maxRowsPerWrite} rows, all
-   * at once; returns what could not be written.
+   * Writes each kind of outcome (and the starts) in statements of at most
+   * {@link maxRowsPerWrite} rows, all at once; returns what could not be written.
    */
-  async #write(batch: readonly Pending[]): Promise<{ items: Pending[]; error: unknown }> {
-    const groups: [string, Pending[]][] = [];
-    const open = new Map<string, Pending[]>();
-    for (const item of batch) {
-      const type = item.outcome.type === "snoozed" ? "released" : item.outcome.type;
+  async #write(batch: readonly Pending[], starts: readonly ClaimedJob[]): Promise<{ items: Pending[]; error: unknown }> {
+    const groups: [WriteType, Pending[]][] = [];
+    const open = new Map<WriteType, Pending[]>();
+    const join = (type: WriteType, item: Pending) => {
       let group = open.get(type);
       if (!group || group.length >= maxRowsPerWrite) {
         group = [];
@@ -118,39 +173,78 @@ export class Completer {
         groups.push([type, group]);
       }
       group.push(item);
-    }
-    const w = this.#workerId;
-    const entries = groups;
-    const results = await Promise.allSettled(
-      entries.map(([type, items]) => {
-        const id = ids(items);
-        if (type === "done") return this.#driver.run<{ id: string }>(this.#queries.complete, [id, byId(id, attempts(items)), w]);
-        if (type === "failed") {
-          const values = items.map((p) => {
-            const o = p.outcome as Extract<Outcome, { type: "failed" }>;
-            return [p.job.attempt, o.delayMs, o.permanent, o.error] as const;
-          });
-          return this.#driver.run<{ id: string }>(this.#queries.fail, [id, byId(id, values), w]);
-        }
-        const values = items.map((p) => [p.job.attempt, p.outcome.type === "snoozed" ? p.outcome.delayMs : 0] as const);
-        return this.#driver.run<{ id: string }>(this.#queries.release, [id, byId(id, values), w]);
-      }),
-    );
-    const unwritten: Pending[] = [];
-    let error: unknown;
-    const lost: string[] = [];
-    results.forEach((result, i) => {
-      const items = entries[i]![1];
-      if (result.status === "rejected") {
-        unwritten.push(...items);
-        error ??= result.reason;
-        return;
-      }
-      const written = new Set(result.value.rows.map((row) => String(row.id)));
-      for (const item of items) if (!written.has(item.job.id)) lost.push(item.job.id);
-    });
+    };
+    for (const item of batch) join(item.outcome.type === "snoozed" ? "released" : item.outcome.type, item);
+    for (const job of starts) join("started", { job, outcome: { type: "started" } });
+    const results = await Promise.all(groups.map(([type, items]) => this.#writeGroup(type, items)));
+    const unwritten = results.flatMap((r) => r.unwritten);
+    const lost = results.flatMap((r) => r.lost);
     if (lost.length) this.onLost(lost);
-    return { items: unwritten, error };
+    return { items: unwritten, error: results.find((r) => r.unwritten.length > 0)?.error };
+  }
+
+  /**
+   * Writes one group. A failure caused by a row's data (see {@link isRowError}) splits the
+   * group in halves, down to the row at fault, which is buried ({@link #deadLetter}).
+   * Starts are written at most once: if that fails, the outcome's write charges the attempt.
+   */
+  async #writeGroup(type: WriteType, items: Pending[]): Promise<GroupResult> {
+    try {
+      const { rows } = await this.#statement(type, items);
+      if (type === "started") return { unwritten: [], lost: [] };
+      const written = new Set(rows.map((row) => String(row.id)));
+      return { unwritten: [], lost: items.filter((item) => !written.has(item.job.id)).map((item) => item.job.id) };
+    } catch (error) {
+      if (type === "started") {
+        this.#onError(error);
+        return { unwritten: [], lost: [] };
+      }
+      if (!isRowError(error)) return { unwritten: items, lost: [], error };
+      if (items.length === 1) return this.#deadLetter(type, items[0]!, error);
+      const half = Math.ceil(items.length / 2);
+      const parts = await Promise.all([this.#writeGroup(type, items.slice(0, half)), this.#writeGroup(type, items.slice(half))]);
+      return {
+        unwritten: parts.flatMap((p) => p.unwritten),
+        lost: parts.flatMap((p) => p.lost),
+        error: parts.find((p) => p.unwritten.length > 0)?.error,
+      };
+    }
+  }
+
+  #statement(type: WriteType, items: readonly Pending[]): Promise<{ rows: { id: string }[] }> {
+    const id = items.map((p) => p.job.id);
+    const w = this.#workerId;
+    if (type === "done" || type === "started") {
+      const attempts = byId(id, items.map((p) => p.job.attempt));
+      return this.#driver.run<{ id: string }>(type === "done" ? this.#queries.complete : this.#queries.start, [id, attempts, w]);
+    }
+    if (type === "failed") {
+      const values = items.map((p) => {
+        const o = p.outcome as Extract<Outcome, { type: "failed" }>;
+        return [p.job.attempt, o.delayMs, o.permanent, o.error] as const;
+      });
+      return this.#driver.run<{ id: string }>(this.#queries.fail, [id, byId(id, values), w]);
+    }
+    const values = items.map((p) => [p.job.attempt, p.outcome.type === "snoozed" ? p.outcome.delayMs : 0] as const);
+    return this.#driver.run<{ id: string }>(this.#queries.release, [id, byId(id, values), w]);
+  }
+
+  /**
+   * The row at fault, alone: buried with the reason by a statement that touches nothing
+   * else of it. If even that fails on its data, the worker lets the job go (its lease runs
+   * out and the rescuer takes it) rather than retry it forever.
+   */
+  async #deadLetter(type: WriteType, item: Pending, cause: unknown): Promise<GroupResult> {
+    const reason = `errand could not record this job's outcome (${type === "failed" ? `failed: ${(item.outcome as Extract<Outcome, { type: "failed" }>).error.slice(0, 1000)}` : type}), so it was moved to dead: ${errorMessage(cause)}`;
+    try {
+      const { rows } = await this.#driver.run<{ id: string }>(this.#queries.deadLetter, [item.job.id, item.job.attempt, this.#workerId, reason]);
+      this.#onError(new ErrandError("outcome_not_written", `job ${item.job.id}: ${reason}`, { cause }));
+      return { unwritten: [], lost: rows.length ? [] : [item.job.id] };
+    } catch (error) {
+      if (!isRowError(error)) return { unwritten: [item], lost: [], error };
+      this.#onError(new ErrandError("outcome_not_written", `job ${item.job.id}: its outcome (${type}) cannot be written and it cannot be moved to dead either; it runs again after its lease: ${errorMessage(error)}`, { cause: error }));
+      return { unwritten: [], lost: [item.job.id] };
+    }
   }
 }
 
@@ -163,10 +257,17 @@ export class Completer {
  */
 export const maxRowsPerWrite = 1000;
 
-function ids(items: readonly Pending[]): string[] {
-  return items.map((p) => p.job.id);
+/**
+ * Whether a failed write failed on the data of its rows — SQLSTATE class 22 (data
+ * exception: a value out of range, a cast) or 23 (integrity constraint violation) — so
+ * writing the same rows again would fail again. Anything else (a dropped connection, a
+ * server shutting down, a deadlock) may pass on a retry, and is retried.
+ */
+export function isRowError(error: unknown): boolean {
+  const code = typeof error === "object" && error !== null ? (error as { code?: unknown }).code : undefined;
+  return typeof code === "string" && /^2[23][0-9A-Z]{3}$/.test(code);
 }
 
-function attempts(items: readonly Pending[]): number[] {
-  return items.map((p) => p.job.attempt);
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }

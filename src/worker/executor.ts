@@ -9,10 +9,10 @@ export interface ClaimedJob {
   readonly id: string;
   readonly kind: string;
   readonly payload: unknown;
-  /** The attempt number this claim is (attempts after the claim). */
+  /** The attempt its handler runs as (attempts once it started; see the claim statement). */
   readonly attempt: number;
   readonly maxAttempts: number;
-  /** The job's own retry policy, if it was enqueued with one. */
+  /** The job's own retry policy (completed from its kind's), if it was enqueued with one. */
   readonly retry: RetryPolicy | null;
   readonly runAt: Date;
   readonly createdAt: Date;
@@ -60,34 +60,74 @@ export async function execute(
     if (isSnooze(result)) return { type: "snoozed", delayMs: result.delayMs };
     return done;
   } catch (error) {
-    return {
-      type: "failed",
-      error: describeError(error),
-      permanent: error instanceof PermanentError,
-      delayMs: retryDelay(job.attempt, job.retry ?? policy, random),
-    };
+    return failure(error, job, policy, random);
   }
 }
 
-/** Message and stack, truncated to {@link maxErrorLength}. */
+/** The outcome of a thrown `error`. Never throws, whatever was thrown. */
+function failure(error: unknown, job: ClaimedJob, policy: RetryPolicy, random: () => number): Outcome {
+  return { type: "failed", error: describeError(error), permanent: isInstance(error, PermanentError), delayMs: retryDelay(job.attempt, job.retry ?? policy, random) };
+}
+
+/**
+ * Message and stack, truncated to {@link maxErrorLength}. Never throws: a thrown value
+ * may be anything — a Symbol message, getters or `toString`/`toJSON` that throw, a
+ * (revoked) Proxy — and describing it must not take the worker down.
+ */
 export function describeError(error: unknown): string {
   let text: string;
-  if (error instanceof Error) {
-    const head = `${error.name}: ${error.message}`;
-    text = error.stack?.includes(error.message) ? error.stack : `${head}\n${error.stack ?? ""}`;
-    if (error.cause !== undefined && !(error instanceof PermanentError && error.stack === (error.cause as Error)?.stack)) {
-      text += `\nCaused by: ${error.cause instanceof Error ? (error.cause.stack ?? error.cause.message) : safeString(error.cause)}`;
-    }
-  } else {
+  try {
+    text = describe(error);
+  } catch {
     text = `thrown value: ${safeString(error)}`;
   }
   return text.length > maxErrorLength ? `${text.slice(0, maxErrorLength - 14)}… [truncated]` : text;
 }
 
-function safeString(value: unknown): string {
+function describe(error: unknown): string {
+  if (!isInstance(error, Error)) return `thrown value: ${safeString(error)}`;
+  const name = safeString(read(error, "name"));
+  const message = safeString(read(error, "message"));
+  const stack = read(error, "stack");
+  let text = typeof stack !== "string" ? `${name}: ${message}` : stack.includes(message) ? stack : `${name}: ${message}\n${stack}`;
+  const cause = read(error, "cause");
+  if (cause !== undefined && !(isInstance(error, PermanentError) && stack === read(cause, "stack"))) {
+    const causeIsError = isInstance(cause, Error);
+    const causeStack = causeIsError ? read(cause, "stack") : undefined;
+    text += `\nCaused by: ${typeof causeStack === "string" ? causeStack : causeIsError ? safeString(read(cause, "message")) : safeString(cause)}`;
+  }
+  return text;
+}
+
+/** `value instanceof type`, false when asking throws (a Proxy's getPrototypeOf trap, a revoked Proxy). */
+function isInstance(value: unknown, type: abstract new (...args: never[]) => unknown): boolean {
   try {
-    return typeof value === "string" ? value : (JSON.stringify(value) ?? String(value));
+    return value instanceof type;
   } catch {
-    return String(value);
+    return false;
+  }
+}
+
+/** `value[key]`, or undefined when reading it throws (a getter, a Proxy trap). */
+function read(value: unknown, key: string): unknown {
+  try {
+    return typeof value === "object" && value !== null ? (value as Record<string, unknown>)[key] : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A string for any value; falls back step by step when JSON.stringify or toString throws. */
+function safeString(value: unknown): string {
+  if (typeof value === "string") return value;
+  if (typeof value === "symbol") return value.toString();
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    try {
+      return String(value);
+    } catch {
+      return `[${typeof value} that cannot be shown]`;
+    }
   }
 }

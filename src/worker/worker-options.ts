@@ -11,10 +11,12 @@ export interface WorkerOptions {
   /** Handlers running at once. Default 10. */
   readonly concurrency?: number;
   /**
-   * Extra jobs claimed ahead into a local buffer (leased, not started). Default: adaptive —
-   * about as many jobs as this worker finished in the last quarter second, between
-   * `concurrency` and 1000, so fast jobs are claimed in big batches and slow ones are not
-   * hoarded. A fixed number turns adaptation off.
+   * Extra jobs claimed ahead into a local buffer (leased, not started: no attempt spent
+   * until they start). Default: adaptive — about as many jobs as this worker finished in
+   * the last quarter second, at most 1000 and none while it finishes nothing, so fast jobs
+   * are claimed in big batches and slow ones are not hoarded; a buffered job waits at most
+   * 1 s (`maxBufferWaitMs`) before it is given back to other workers. A fixed number turns
+   * adaptation off, and buffered jobs then wait for a free slot.
    */
   readonly prefetch?: number;
   /** Lease for kinds without their own `leaseMs`. Default 5 minutes. */

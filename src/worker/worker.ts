@@ -3,13 +3,12 @@ import { randomBytes } from "node:crypto";
 import { type Clock, systemClock } from "../clock.js";
 import { ErrandError } from "../errors.js";
 import type { Driver } from "../driver/types.js";
-import { parseJson } from "../job.js";
 import type { ResolvedKind } from "../options.js";
-import { type RetryPolicy, defaultRetryPolicy } from "../retry-policy.js";
+import { type RetryPolicy, decodeRetryPolicy, defaultRetryPolicy } from "../retry-policy.js";
 import { type Queries, byId, queriesFor } from "../sql/queries.js";
 import { channelFor } from "../sql/schema.js";
 import { Completer } from "./completer.js";
-import { type ClaimedJob, type Outcome, execute } from "./executor.js";
+import { type ClaimedJob, type Outcome, describeError, execute } from "./executor.js";
 import type { Handlers } from "./handlers.js";
 import { LazyAbort } from "./lazy-abort.js";
 import { LocalLeases } from "./leases.js";
@@ -35,12 +34,29 @@ interface ClaimRow {
   kind: string;
   payload: unknown;
   attempts: number;
+  /** False for a reserved row: its attempt is spent when its handler starts. */
+  started: boolean;
   max_attempts: number;
-  retry: unknown;
+  /** jsonb as text: decoded per job, so one odd value cannot fail the batch. */
+  retry: string | null;
   /** Epoch milliseconds (float8): cheaper to read than a timestamptz's text. */
   run_at_ms: number;
   created_at_ms: number;
 }
+
+/** A claimed job waiting in the buffer for a free handler slot. */
+interface Buffered {
+  readonly job: ClaimedJob;
+  /** When it was claimed (process clock). */
+  readonly since: number;
+}
+
+/**
+ * Longest a job waits in an adaptive buffer before it is given back (unspent: it is only
+ * reserved) for a worker with a free slot: jobs claimed ahead must not wait behind slow
+ * ones. Fast jobs wait a fraction of this; a fixed `prefetch` keeps its jobs until a slot frees.
+ */
+export const maxBufferWaitMs = 1_000;
 
 /**
  * Claims jobs in batches with `FOR UPDATE SKIP LOCKED`, runs up to `concurrency`
@@ -71,7 +87,11 @@ export class Worker {
   readonly #clock: Clock = systemClock;
   readonly #completer: Completer;
   readonly #wake = new Wake();
-  readonly #buffer: ClaimedJob[] = [];
+  readonly #buffer: Buffered[] = [];
+  /** Buffered jobs the claim only reserved: their start is recorded when their handler starts. */
+  readonly #reserved = new Set<ClaimedJob>();
+  /** Claimed jobs whose row could not be decoded: they fail with this error instead of running. */
+  readonly #undecodable = new Map<ClaimedJob, Error>();
   /** Keyed by the claim, not the id: a job rescued and claimed again is another claim. */
   readonly #running = new Map<ClaimedJob, Running>();
   readonly #local: LocalLeases;
@@ -104,8 +124,13 @@ export class Worker {
     this.#leaseCheckMs = settings.leaseCheckMs;
     this.#onEvent = options.onEvent ?? (() => {});
     this.id = options.workerId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
-    this.#completer = new Completer(driver, this.#queries, this.id, settings.flushDelayMs, (error) =>
-      this.#emit({ type: "error", during: "complete", error }),
+    this.#completer = new Completer(
+      driver,
+      this.#queries,
+      this.id,
+      settings.flushDelayMs,
+      (error) => this.#emit({ type: "error", during: "complete", error }),
+      this.#clock,
     );
     this.#completer.onLost = (ids) => this.#emit({ type: "lease_lost", jobIds: ids });
   }
@@ -140,12 +165,14 @@ export class Worker {
     }
     this.#every(this.#heartbeatIntervalMs, () => this.#heartbeat());
     this.#every(this.#leaseCheckMs, () => Promise.resolve(this.#abortExpired()));
+    if (this.#prefetch === undefined) this.#every(maxBufferWaitMs / 4, () => Promise.resolve(this.#releaseStale()));
     if (this.#rescueIntervalMs > 0) {
       // A worker restarted after a crash rescues its predecessor's jobs without waiting a full interval.
       void this.rescue();
       this.#every(this.#rescueIntervalMs, () => this.rescue().then(() => {}));
     }
-    this.#loop = this.#claimLoop();
+    // The loop handles its own errors; this only makes sure a bug cannot become an unhandled rejection.
+    this.#loop = this.#claimLoop().catch((error: unknown) => this.#emit({ type: "error", during: "claim", error }));
     this.#emit({ type: "started", workerId: this.id });
   }
 
@@ -176,7 +203,7 @@ export class Worker {
    */
   async runOnce(): Promise<number> {
     if (this.#state !== "idle") throw new ErrandError("worker_state", "runOnce() is for a worker that was not started");
-    const jobs = await this.#claim(this.#concurrency);
+    const jobs = await this.#claim(this.#concurrency, this.#concurrency);
     await Promise.all(jobs.map((job) => this.#run(job)));
     await this.#completer.flush();
     return jobs.length;
@@ -210,13 +237,15 @@ export class Worker {
       const worthIt = free >= refillAt || (free > 0 && this.#buffer.length === 0);
       if (this.#queueMayHaveJobs && worthIt) {
         try {
-          const jobs = await this.#claim(free);
+          // Only the jobs that get a handler slot at once spend their attempt now. A free
+          // slot means an empty buffer (dispatch fills slots first), and no job enters the
+          // buffer while this claim is out, so these slots are still free when it returns.
+          const startNow = Math.max(0, Math.min(free, this.#concurrency - this.#running.size - this.#buffer.length));
+          const jobs = await this.#claim(free, startNow);
           this.#claimFailures = 0;
-          if (this.#state !== "running") {
-            this.#buffer.push(...jobs); // released by stop()
-            break;
-          }
-          this.#buffer.push(...jobs);
+          const since = this.#clock.now();
+          for (const job of jobs) this.#buffer.push({ job, since });
+          if (this.#state !== "running") break; // released by stop()
           this.#dispatch();
           // A short batch is not an empty queue: SKIP LOCKED passes over rows other
           // workers are claiming. Only an empty claim means wait for a notification.
@@ -236,13 +265,16 @@ export class Worker {
 
   /**
    * The fixed prefetch, or the adaptive one: about a quarter second of this worker's
-   * recent throughput, between `concurrency` and 1000. No-op-fast jobs are claimed a
-   * thousand per statement; jobs that take seconds are not hoarded from other workers.
+   * recent throughput, at least `concurrency` while jobs are finishing and at most 1000.
+   * No-op-fast jobs are claimed a thousand per statement; a worker whose handlers have
+   * finished nothing in the last quarter to half second (all busy with slow jobs, or just
+   * started) claims no more than it can start, so it does not hoard jobs from other workers.
    */
   #prefetchNow(): number {
     if (this.#prefetch !== undefined) return this.#prefetch;
     this.#rollWindow();
-    return Math.min(1000, Math.max(this.#concurrency, this.#finishedNow, this.#finishedBefore));
+    const recent = Math.max(this.#finishedNow, this.#finishedBefore);
+    return Math.min(1000, recent === 0 ? 0 : Math.max(this.#concurrency, recent));
   }
 
   #rollWindow(): void {
@@ -259,47 +291,105 @@ export class Worker {
     this.#wake.wake();
   }
 
-  async #claim(limit: number): Promise<ClaimedJob[]> {
+  /** Claims up to `limit` jobs, of which the first `startNow` are charged their attempt at once. */
+  async #claim(limit: number, startNow: number): Promise<ClaimedJob[]> {
     const sentAt = this.#clock.now();
-    const { rows } = await this.#driver.run<ClaimRow>(this.#queries.claim, [limit, this.id, this.#leases, this.#leaseMs]);
-    const jobs = rows.map((row) => ({
-      id: String(row.id),
-      kind: row.kind,
-      payload: row.payload,
-      attempt: Number(row.attempts),
-      maxAttempts: Number(row.max_attempts),
-      retry: (parseJson(row.retry) as RetryPolicy | null) ?? null,
-      runAt: new Date(Number(row.run_at_ms)),
-      createdAt: new Date(Number(row.created_at_ms)),
-    }));
+    const { rows } = await this.#driver.run<ClaimRow>(this.#queries.claim, [limit, this.id, this.#leases, this.#leaseMs, startNow]);
+    const started: ClaimedJob[] = [];
+    const reserved: ClaimedJob[] = [];
+    for (const row of rows) {
+      const id = String(row.id);
+      let retry: RetryPolicy | null = null;
+      let undecodable: Error | undefined;
+      if (row.retry !== null) {
+        try {
+          retry = decodeRetryPolicy(row.retry, this.#policyFor(row.kind));
+        } catch (error) {
+          // This job fails alone (see #run); the rest of the batch runs.
+          undecodable = new ErrandError("invalid_job", `job ${id} cannot run: its retry column is not a retry policy (${describeError(error)})`, { cause: error });
+        }
+      }
+      const job: ClaimedJob = {
+        id,
+        kind: row.kind,
+        payload: row.payload,
+        attempt: row.started ? Number(row.attempts) : Number(row.attempts) + 1,
+        maxAttempts: Number(row.max_attempts),
+        retry,
+        runAt: new Date(Number(row.run_at_ms)),
+        createdAt: new Date(Number(row.created_at_ms)),
+      };
+      if (undecodable) this.#undecodable.set(job, undecodable);
+      if (row.started) started.push(job);
+      else {
+        this.#reserved.add(job);
+        reserved.push(job);
+      }
+    }
+    // Started jobs first: they are the ones with a slot waiting (see #claimLoop).
+    const jobs = started.length === 0 ? reserved : started.concat(reserved);
     this.#local.claimed(jobs, sentAt);
     return jobs;
   }
 
   #dispatch(): void {
     while (this.#running.size < this.#concurrency && this.#buffer.length > 0 && this.#state === "running") {
-      void this.#run(this.#buffer.shift()!);
+      void this.#run(this.#buffer.shift()!.job);
     }
   }
 
+  /** Runs one claimed job and queues its outcome. Never rejects. */
   async #run(job: ClaimedJob): Promise<void> {
     const entry: Running = { job, controller: new LazyAbort(), discard: false, expired: false };
     this.#running.set(job, entry);
     const started = this.#clock.now();
-    const outcome = await execute(job, this.#handlers, entry.controller, this.#policyFor(job.kind));
-    this.#running.delete(job);
+    try {
+      const undecodable = this.#undecodable.get(job);
+      this.#undecodable.delete(job);
+      // A reserved job starts now, without a round trip first (that is what the buffer
+      // saves); its start is written with the next batch, if its outcome does not get there first.
+      if (this.#reserved.delete(job) && !undecodable) this.#completer.started(job);
+      const outcome: Outcome = undecodable
+        ? { type: "failed", error: describeError(undecodable), permanent: true, delayMs: 0 }
+        : await execute(job, this.#handlers, entry.controller, this.#policyFor(job.kind));
+      if (entry.discard) this.#completer.forget(job);
+      else if (!(entry.expired && outcome.type !== "done")) {
+        this.#completer.add(job, outcome);
+        this.#report(job, outcome, this.#clock.now() - started);
+      }
+    } catch (error) {
+      // execute() never throws; this keeps a bug from leaving the job's slot taken forever.
+      this.#emit({ type: "error", during: "run", error });
+    } finally {
+      this.#running.delete(job);
+      this.#local.forget(job);
+      if (this.#prefetch === undefined) {
+        this.#rollWindow();
+        this.#finishedNow++;
+      }
+      this.#dispatch();
+      // Running: a slot is free, claim more. Stopping: stop() waits for exactly this.
+      this.#wake.wake();
+    }
+  }
+
+  /** Gives back buffered jobs that waited longer than {@link maxBufferWaitMs} (adaptive prefetch). */
+  #releaseStale(): void {
+    const before = this.#clock.now() - maxBufferWaitMs;
+    if (this.#buffer.length === 0 || this.#buffer[0]!.since > before) return;
+    const stale = this.#buffer.filter((b) => b.since <= before);
+    this.#buffer.splice(0, this.#buffer.length, ...this.#buffer.filter((b) => b.since > before));
+    for (const { job } of stale) {
+      this.#forgetBuffered(job);
+      this.#completer.add(job, { type: "released" });
+    }
+  }
+
+  /** Drops a job taken out of the buffer from the worker's bookkeeping. */
+  #forgetBuffered(job: ClaimedJob): void {
     this.#local.forget(job);
-    if (this.#prefetch === undefined) {
-      this.#rollWindow();
-      this.#finishedNow++;
-    }
-    if (!entry.discard && !(entry.expired && outcome.type !== "done")) {
-      this.#completer.add(job, outcome);
-      this.#report(job, outcome, this.#clock.now() - started);
-    }
-    this.#dispatch();
-    // Running: a slot is free, claim more. Stopping: stop() waits for exactly this.
-    this.#wake.wake();
+    this.#reserved.delete(job);
+    this.#undecodable.delete(job);
   }
 
   #policyFor(kind: string): RetryPolicy {
@@ -315,7 +405,7 @@ export class Worker {
 
   /** Extends the leases of every job this worker holds; aborts handlers whose lease is gone. */
   async #heartbeat(): Promise<void> {
-    const held = [...this.#running.keys(), ...this.#buffer, ...this.#completer.jobs()];
+    const held = [...this.#running.keys(), ...this.#buffer.map((b) => b.job), ...this.#completer.jobs()];
     if (held.length === 0) return;
     const sentAt = this.#clock.now();
     let kept: Set<string>;
@@ -356,10 +446,10 @@ export class Worker {
         running.controller.abort(reason(job));
         dropped.push(job.id);
       }
-      const buffered = this.#buffer.indexOf(job);
+      const buffered = this.#buffer.findIndex((b) => b.job === job);
       if (buffered >= 0) {
         this.#buffer.splice(buffered, 1);
-        this.#local.forget(job);
+        this.#forgetBuffered(job);
         dropped.push(job.id);
       }
     }
@@ -374,8 +464,11 @@ export class Worker {
     await this.#loop;
     await this.#unlisten?.().catch(() => {});
     // Claimed but never started: give them back now so other workers can take them.
-    const unstarted = this.#buffer.splice(0);
-    for (const job of unstarted) this.#completer.add(job, { type: "released" });
+    const unstarted = this.#buffer.splice(0).map((b) => b.job);
+    for (const job of unstarted) {
+      this.#forgetBuffered(job);
+      this.#completer.add(job, { type: "released" });
+    }
     while (this.#running.size > 0 && this.#clock.now() < deadline) {
       await this.#wake.wait(Math.max(1, deadline - this.#clock.now()));
     }
@@ -408,10 +501,14 @@ export class Worker {
     const timer = setInterval(() => {
       if (busy) return;
       busy = true;
-      // Each fn reports its own errors through onEvent; this only clears the flag.
-      void fn().finally(() => {
-        busy = false;
-      });
+      // Each fn reports its own errors through onEvent; this only keeps a bug from
+      // becoming an unhandled rejection, and clears the flag.
+      Promise.resolve()
+        .then(fn)
+        .catch((error: unknown) => this.#emit({ type: "error", during: "timer", error }))
+        .finally(() => {
+          busy = false;
+        });
     }, ms);
     this.#timers.push(timer);
   }
