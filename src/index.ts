@@ -17,7 +17,8 @@ export type { Clock } from "./clock.js";
 /** The web dashboard: `createDashboard(errand)` returns a Hono app (its `fetch` is a request handler). */
 export { createDashboard, type DashboardOptions, type DashboardAuth, authFromEnv } from "./dashboard/index.js";
 export type { QueueStats, KindStats, WindowStats } from "./observe/stats.js";
-export { Pruner, type PrunerOptions, type PruneOptions, type PruneResult, defaultRetentionMs } from "./maintenance/pruner.js";
+export { Pruner, type PrunerOptions, type PruneOptions, type PruneResult } from "./maintenance/pruner.js";
+export { defaultRetentionMs } from "./defaults.js";
 export { registerQueueGauges, metricsFromEvents } from "./observe/metrics.js";
 export { startMetricsServer, type MetricsServer, type MetricsServerOptions } from "./observe/metrics-server.js";
 export { Alerter, evaluateRules, type AlerterOptions, type AlertRules, type Alert, type Notifier } from "./observe/alerts.js";

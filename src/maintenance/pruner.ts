@@ -1,10 +1,8 @@
 import type { Driver } from "../driver/types.js";
 import { ValidationError } from "../errors.js";
-import { checkKeys } from "../options.js";
+import { defaultPruneBatchSize, defaultPruneIntervalMs, defaultRetentionMs } from "../defaults.js";
+import { checkKeys } from "../validate.js";
 import { observeQueriesFor } from "../sql/observe.js";
-
-/** How long done jobs are kept by default: 7 days, as the seed recommends. */
-export const defaultRetentionMs = 7 * 86_400_000;
 
 /** Stats buckets are kept this long (the longest stats window is an hour). */
 const outcomeCountsRetentionMs = 2 * 3_600_000;
@@ -44,7 +42,7 @@ export async function prune(driver: Driver, schema: string, options: PruneOption
   checkKeys(options, "", ["olderThanMs", "deadOlderThanMs", "batchSize", "dryRun"]);
   const olderThanMs = duration(options.olderThanMs ?? defaultRetentionMs, "olderThanMs");
   const deadOlderThanMs = options.deadOlderThanMs === undefined ? null : duration(options.deadOlderThanMs, "deadOlderThanMs");
-  const batchSize = options.batchSize ?? 1000;
+  const batchSize = options.batchSize ?? defaultPruneBatchSize;
   if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 100_000) throw new ValidationError("batchSize", "must be an integer from 1 to 100000");
   const q = observeQueriesFor(schema);
   if (options.dryRun) {
@@ -97,7 +95,7 @@ export class Pruner {
     this.#driver = driver;
     this.#schema = schema;
     this.#options = prune;
-    this.#intervalMs = duration(intervalMs ?? 3_600_000, "intervalMs");
+    this.#intervalMs = duration(intervalMs ?? defaultPruneIntervalMs, "intervalMs");
     this.#onPrune = onPrune ?? (() => {});
     this.#onError = onError ?? (() => {});
   }

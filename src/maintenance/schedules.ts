@@ -1,7 +1,7 @@
 import type { Clock } from "../clock.js";
-import { ErrandError, ValidationError, closest } from "../errors.js";
+import { ErrandError, ValidationError } from "../errors.js";
 import type { Driver, Queryable } from "../driver/types.js";
-import { checkKeys } from "../options.js";
+import { checkKeys, closest } from "../validate.js";
 import { type ScheduleQueries, scheduleQueriesFor } from "../sql/schedules.js";
 import { type ScheduleInfo, type ScheduleRow, toDate, toScheduleInfo } from "./schedule-info.js";
 import { type ScheduleSpec, checkName, cronFor, resolveSchedule } from "./schedule-spec.js";

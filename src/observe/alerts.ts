@@ -1,5 +1,5 @@
 import { ValidationError } from "../errors.js";
-import { checkKeys } from "../options.js";
+import { checkKeys } from "../validate.js";
 import { humanAge } from "./duration.js";
 import { type IncidentStore, memoryIncidents } from "./incidents.js";
 import type { KindStats, QueueStats } from "./stats.js";

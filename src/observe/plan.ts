@@ -1,5 +1,6 @@
 import { ValidationError } from "../errors.js";
-import { type RetryPolicy, checkMaxAttempts, resolveRetryPolicy } from "../retry-policy.js";
+import { type RetryPolicy, resolveRetryPolicy } from "../retry-policy.js";
+import { checkMaxAttempts } from "../validate.js";
 import { grouped } from "./duration.js";
 
 /** One row of a retry schedule: the wait after failure `failure`, before and with jitter. */
