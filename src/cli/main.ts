@@ -1,6 +1,7 @@
 import { Command, CommanderError, InvalidArgumentError } from "commander";
 import { createRequire } from "node:module";
 import { ErrandError, ValidationError } from "../errors.js";
+import { closeOpened } from "./common.js";
 import * as dashboard from "./dashboard.js";
 import * as dead from "./dead.js";
 import * as demo from "./demo.js";
@@ -31,6 +32,7 @@ try {
   await program.parseAsync(process.argv);
 } catch (error) {
   process.exitCode = report(error);
+  await closeOpened();
 }
 
 /** One line on stderr, never a stack trace; exit 2 for bad arguments, 1 for failures. */

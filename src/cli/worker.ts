@@ -1,12 +1,14 @@
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { type Command, InvalidArgumentError } from "commander";
+import * as defaults from "../defaults.js";
 import type { Handlers } from "../worker/handlers.js";
-import type { WorkerEvent } from "../worker/worker.js";
+import type { WorkerEvent, WorkerOptions } from "../worker/worker.js";
+import { resolveWorkerOptions } from "../worker/worker-options.js";
 import { Pruner } from "../maintenance/pruner.js";
 import { startMetricsServer } from "../observe/metrics-server.js";
 import { logSchedulerEvent } from "./schedules.js";
-import { type DatabaseFlags, intArg, logLine, openFromFlags, secondsArg, withDatabase } from "./common.js";
+import { type DatabaseFlags, inSeconds, intArg, logLine, openFromFlags, secondsArg, withDatabase } from "./common.js";
 
 interface WorkerFlags extends DatabaseFlags {
   readonly handlers: string;
@@ -30,17 +32,17 @@ export function register(program: Command): void {
       .command("worker")
       .description("run jobs until SIGTERM or SIGINT (graceful), a second SIGINT exits at once")
       .requiredOption("--handlers <path>", "module whose default export maps kind → async (payload, ctx) => …")
-      .option("--concurrency <n>", "handlers running at once (default 10)", intArg(1, 10_000))
+      .option("--concurrency <n>", `handlers running at once (default ${defaults.defaultConcurrency})`, intArg(1, 10_000))
       .option("--prefetch <n>", "jobs claimed ahead of free slots (default adaptive: a quarter second of recent throughput, between concurrency and 1000)", intArg(0, 10_000))
-      .option("--lease <seconds>", "lease per job, extended by heartbeats (default 300)", secondsArg(false))
+      .option("--lease <seconds>", `lease per job, extended by heartbeats (default ${inSeconds(defaults.defaultLeaseMs)})`, secondsArg(false))
       .option("--heartbeat-interval <seconds>", "how often leases are extended (default a third of the lease)", secondsArg(false))
-      .option("--rescue-interval <seconds>", "how often expired leases are rescued, 0 = never (default 30)", secondsArg())
+      .option("--rescue-interval <seconds>", `how often expired leases are rescued, 0 = never (default ${inSeconds(defaults.defaultRescueIntervalMs)})`, secondsArg())
       .option("--worker-id <id>", "this worker's name in locked_by (default host:pid:random)")
-      .option("--shutdown-timeout <seconds>", "how long running jobs may finish on shutdown (default 25)", secondsArg())
-      .option("--poll-interval <seconds>", "fallback poll when no notification arrives (default 1)", secondsArg(false))
+      .option("--shutdown-timeout <seconds>", `how long running jobs may finish on shutdown (default ${inSeconds(defaults.defaultShutdownTimeoutMs)})`, secondsArg())
+      .option("--poll-interval <seconds>", `fallback poll when no notification arrives (default ${inSeconds(defaults.defaultPollIntervalMs)})`, secondsArg(false))
       .option("--verbose", "also log every successful job")
       .option("--no-scheduler", "do not enqueue due schedule slots from this process (default: run the scheduler; safe in every worker)")
-      .option("--no-pruner", "do not delete done jobs older than 7 days from this process (default: prune hourly; safe in every worker)")
+      .option("--no-pruner", `do not delete done jobs older than ${defaults.defaultRetentionMs / 86_400_000} days from this process (default: prune hourly; safe in every worker)`)
       .option("--metrics-port <n>", "serve Prometheus /metrics on this port: queue gauges and this worker's job metrics", intArg(0, 65_535)),
   ).action(async (flags: WorkerFlags) => {
     // Signals are handled from the first moment: a SIGTERM while the worker is still
@@ -66,19 +68,14 @@ export function register(program: Command): void {
       setTimeout(() => {
         logLine({ level: "error", event: "shutdown_overran", signal });
         process.exit(1);
-      }, (flags.shutdownTimeout ?? 25_000) + 10_000).unref();
+      }, (flags.shutdownTimeout ?? defaults.defaultShutdownTimeoutMs) + 10_000).unref();
       if (stop) void exitAfter(stop());
     };
     process.on("SIGTERM", shutdown);
     process.on("SIGINT", shutdown);
 
     const handlers = await loadHandlers(flags.handlers);
-    const errand = await openFromFlags(flags, {
-      onConnectionError: (error) => logLine({ level: "warn", event: "connection_error", error: error.message }),
-    });
-    const metrics = flags.metricsPort === undefined ? undefined : await startMetricsServer({ port: flags.metricsPort, stats: () => errand.stats() });
-    if (metrics) logLine({ level: "info", event: "metrics_listening", port: metrics.port, path: "/metrics" });
-    const worker = errand.worker({
+    const options: WorkerOptions = {
       handlers,
       ...(flags.concurrency !== undefined ? { concurrency: flags.concurrency } : {}),
       ...(flags.prefetch !== undefined ? { prefetch: flags.prefetch } : {}),
@@ -92,7 +89,14 @@ export function register(program: Command): void {
         logEvent(event, flags.verbose === true);
         metrics?.onEvent(event);
       },
+    };
+    resolveWorkerOptions(options, new Map()); // bad flags fail here, before connecting
+    const errand = await openFromFlags(flags, {
+      onConnectionError: (error) => logLine({ level: "warn", event: "connection_error", error: error.message }),
     });
+    const metrics = flags.metricsPort === undefined ? undefined : await startMetricsServer({ port: flags.metricsPort, stats: () => errand.stats() });
+    if (metrics) logLine({ level: "info", event: "metrics_listening", port: metrics.port, path: "/metrics" });
+    const worker = errand.worker(options);
     const scheduler = flags.scheduler === false ? undefined : errand.schedules.scheduler({ onEvent: logSchedulerEvent });
     const pruner =
       flags.pruner === false
