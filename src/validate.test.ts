@@ -10,7 +10,8 @@ describe("checkDate", () => {
     expect(checkDate("2028-02-29", "runAt")).toBe("2028-02-29T00:00:00.000Z");
     expect(checkDate("2000-02-29T00:00:00Z", "runAt")).toBe("2000-02-29T00:00:00.000Z");
     expect(checkDate(new Date(Date.UTC(2026, 0, 2)), "runAt")).toBe("2026-01-02T00:00:00.000Z");
-    expect(checkDate("0001-01-01T00:00:00Z", "runAt")).toBe("0001-01-01T00:00:00.000Z");
+    expect(checkDate("1970-01-01T00:00:00Z", "runAt")).toBe("1970-01-01T00:00:00.000Z");
+    expect(checkDate("9999-12-31T23:59:59.999Z", "runAt")).toBe("9999-12-31T23:59:59.999Z");
   });
 
   it("reads a time without a zone as local time, as JavaScript does", () => {
@@ -32,8 +33,8 @@ describe("checkDate", () => {
     ["tomorrow", /must be a Date or an ISO 8601 time/],
     ["March 1, 2026", /must be a Date or an ISO 8601 time/],
     ["2026-1-1", /must be a Date or an ISO 8601 time/],
-    ["0000-06-01T00:00:00Z", /between the years 1 and 9999/],
-    ["0001-01-01T00:30:00+01:00", /between the years 1 and 9999/],
+    ["0001-06-01T00:00:00Z", /from the year 1970 to 9999/],
+    ["1970-01-01T00:30:00+01:00", /from the year 1970 to 9999/],
   ])("refuses %j", (text, message) => {
     expect(() => checkDate(text, "runAt")).toThrow(ValidationError);
     expect(() => checkDate(text, "runAt")).toThrow(message);
@@ -41,7 +42,7 @@ describe("checkDate", () => {
 
   it("refuses invalid and out-of-range Dates and other types", () => {
     expect(() => checkDate(new Date(Number.NaN), "runAt")).toThrow(/runAt: must be a Date or an ISO 8601 time/);
-    expect(() => checkDate(new Date(8.64e15), "runAt")).toThrow(/between the years 1 and 9999/);
+    expect(() => checkDate(new Date(8.64e15), "runAt")).toThrow(/from the year 1970 to 9999/);
     expect(() => checkDate(1_700_000_000_000, "runAt")).toThrow(/must be a Date or an ISO 8601 time/);
   });
 });

@@ -119,8 +119,9 @@ export function checkText(value: unknown, field: string, limits: { readonly maxL
   return value;
 }
 
-// 0001-01-01 to 9999-12-31: what JavaScript and PostgreSQL both read back unchanged.
-const earliest = new Date(0).setUTCFullYear(1, 0, 1);
+// 1970 to 9999: a run time before the Unix epoch is a mistake, PGlite reads years before
+// 100 back wrong (0001 as 2001), and four-digit years are what both databases parse.
+const earliest = 0;
 const latest = Date.UTC(10_000, 0, 1);
 const isoTime = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?\s*([Zz]|[+-]\d{2}(?::?\d{2})?)?)?$/;
 
@@ -133,7 +134,7 @@ const isoTime = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.
 export function checkDate(value: unknown, field: string): string {
   const time = value instanceof Date ? value.getTime() : typeof value === "string" ? parseIso(value.trim(), field) : Number.NaN;
   if (Number.isNaN(time)) throw new ValidationError(field, `must be a Date or an ISO 8601 time such as 2026-12-01T09:00:00Z (got ${show(value)})`);
-  if (time < earliest || time >= latest) throw new ValidationError(field, `must be between the years 1 and 9999 (got ${show(value)})`);
+  if (time < earliest || time >= latest) throw new ValidationError(field, `must be from the year 1970 to 9999 (got ${show(value)})`);
   return new Date(time).toISOString();
 }
 
