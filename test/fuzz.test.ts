@@ -51,8 +51,8 @@ function oracle(iso: string): number | null {
   if (!m) return null;
   const [y, mo, d, h, mi] = [1, 2, 3, 4, 5].map((i) => Number(m[i]));
   const at = new Date(0);
-  at.setUTCFullYear(y!, mo! - 1, d!);
-  at.setUTCHours(h!, mi!);
+  at.setUTCFullYear(y!, mo! - 1, d);
+  at.setUTCHours(h!, mi);
   const rolledOver = at.getUTCFullYear() !== y || at.getUTCMonth() !== mo! - 1 || at.getUTCDate() !== d || at.getUTCHours() !== h || at.getUTCMinutes() !== mi;
   if (rolledOver || (m[8] !== undefined && Number(m[8]) > 23)) return null;
   const offset = m[6] === "Z" ? 0 : (m[7] === "-" ? -1 : 1) * (Number(m[8]) * 60 + Number(m[9])) * 60_000;
