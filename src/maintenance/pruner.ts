@@ -1,7 +1,6 @@
 import type { Driver } from "../driver/types.js";
-import { ValidationError } from "../errors.js";
 import { defaultPruneBatchSize, defaultPruneIntervalMs, defaultRetentionMs } from "../defaults.js";
-import { checkKeys } from "../validate.js";
+import { checkKeys, integerIn, nonNegativeMs } from "../validate.js";
 import { observeQueriesFor } from "../sql/observe.js";
 
 /** Stats buckets are kept this long (the longest stats window is an hour). */
@@ -40,10 +39,9 @@ export interface PruneResult {
  */
 export async function prune(driver: Driver, schema: string, options: PruneOptions = {}): Promise<PruneResult> {
   checkKeys(options, "", ["olderThanMs", "deadOlderThanMs", "batchSize", "dryRun"]);
-  const olderThanMs = duration(options.olderThanMs ?? defaultRetentionMs, "olderThanMs");
-  const deadOlderThanMs = options.deadOlderThanMs === undefined ? null : duration(options.deadOlderThanMs, "deadOlderThanMs");
-  const batchSize = options.batchSize ?? defaultPruneBatchSize;
-  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 100_000) throw new ValidationError("batchSize", "must be an integer from 1 to 100000");
+  const olderThanMs = nonNegativeMs(options.olderThanMs ?? defaultRetentionMs, "olderThanMs");
+  const deadOlderThanMs = options.deadOlderThanMs === undefined ? null : nonNegativeMs(options.deadOlderThanMs, "deadOlderThanMs");
+  const batchSize = integerIn(options.batchSize ?? defaultPruneBatchSize, "batchSize", 1, 100_000);
   const q = observeQueriesFor(schema);
   if (options.dryRun) {
     const { rows } = await driver.run<{ done: string; dead: string }>(q.countPrunable, [olderThanMs, deadOlderThanMs]);
@@ -95,7 +93,7 @@ export class Pruner {
     this.#driver = driver;
     this.#schema = schema;
     this.#options = prune;
-    this.#intervalMs = duration(intervalMs ?? defaultPruneIntervalMs, "intervalMs");
+    this.#intervalMs = nonNegativeMs(intervalMs ?? defaultPruneIntervalMs, "intervalMs");
     this.#onPrune = onPrune ?? (() => {});
     this.#onError = onError ?? (() => {});
   }
@@ -122,9 +120,4 @@ export class Pruner {
     this.#timer = undefined;
     await this.#running;
   }
-}
-
-function duration(value: unknown, field: string): number {
-  if (typeof value !== "number" || !Number.isFinite(value) || value < 0) throw new ValidationError(field, `must be a number of milliseconds ≥ 0 (got ${JSON.stringify(value)})`);
-  return value;
 }
