@@ -52,14 +52,14 @@ export const maxKindLength = 200;
  * Longest dedupe key, in bytes of UTF-8: its unique index holds keys of up to about
  * 2,700 bytes, and a longer key would fail there with a btree error.
  */
-export const maxDedupeKeyBytes = 1000;
+const maxDedupeKeyBytes = 1000;
 
 /** Longest delay: 100 years, so the run time stays within what PostgreSQL and JavaScript can hold. */
-export const maxDelayMs = 100 * 365.25 * 86_400_000;
+const longestDelayMs = 100 * 365.25 * 86_400_000;
 
 function checkDelay(value: unknown, field: string): number {
   const ms = nonNegativeMs(value, field);
-  if (ms > maxDelayMs) throw new ValidationError(field, `must be at most ${maxDelayMs} ms (100 years); give runAt for a fixed time`);
+  if (ms > longestDelayMs) throw new ValidationError(field, `must be at most ${longestDelayMs} ms (100 years); give runAt for a fixed time`);
   return ms;
 }
 

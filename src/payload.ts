@@ -9,13 +9,13 @@ export type Json = null | boolean | number | string | readonly Json[] | { readon
  * gives up somewhere past a few thousand levels (PGlite sooner), and so would the checks
  * here; no real payload comes near this.
  */
-export const maxPayloadDepth = 1000;
+const maxPayloadDepth = 1000;
 
 /**
  * Serialises a payload, refusing anything that would not come back unchanged from the
  * database (`undefined`, functions, class instances such as `Date` or `Map`, `NaN`,
  * cycles, `\u0000` or half a surrogate pair in a key or a string, nesting deeper than
- * {@link maxPayloadDepth}) and anything over `maxBytes`. The error names the offending path.
+ * 1,000 levels) and anything over `maxBytes`. The error names the offending path.
  */
 export function serialisePayload(value: unknown, maxBytes: number, field = "payload"): string {
   // The common payload passes the quick check; only a suspect one is walked again with

@@ -174,7 +174,7 @@ function leap(year: number): boolean {
 }
 
 /** A value as an error message quotes it: JSON where it can be, cut short. */
-export function show(value: unknown): string {
+function show(value: unknown): string {
   let text: string;
   try {
     text = typeof value === "bigint" ? `${value}n` : typeof value === "number" && !Number.isFinite(value) ? String(value) : value instanceof Date ? `Date(${Number.isNaN(value.getTime()) ? "invalid" : value.toISOString()})` : (JSON.stringify(value) ?? String(value));
