@@ -1,17 +1,19 @@
 import pg from "pg";
 import { PGlite } from "@electric-sql/pglite";
+import { defaultDataDir, defaultDeadListLimit, defaultMaxPayloadBytes, defaultPoolSize, defaultSchema } from "./defaults.js";
 import { ErrandError, NotFoundError, ValidationError } from "./errors.js";
-import { defaultDataDir, openEmbedded } from "./driver/embedded.js";
+import { openEmbedded } from "./driver/embedded.js";
 import { pgDriver } from "./driver/pg.js";
 import { pgliteDriver } from "./driver/pglite.js";
 import type { Driver, Queryable } from "./driver/types.js";
+import { type EnqueueOptions, type EnqueueResult, type EnqueueTarget, type JobSpec, enqueueJobs, maxKindLength } from "./enqueue.js";
 import { type Job, type JobRow, toJob } from "./job.js";
 import { migrate } from "./migrations/migrate.js";
-import { type KindOptions, type ResolvedKind, checkKeys, integer, nonNegativeMs, resolveKinds } from "./options.js";
-import { type Json, defaultMaxPayloadBytes, serialisePayload } from "./payload.js";
-import { type RetryPolicy, checkMaxAttempts, defaultMaxAttempts, defaultRetryPolicy, resolveRetryPolicy } from "./retry-policy.js";
+import { type KindOptions, type ResolvedKind, resolveKinds } from "./options.js";
+import type { Json } from "./payload.js";
 import { type Queries, queriesFor } from "./sql/queries.js";
-import { checkSchemaName, defaultSchema } from "./sql/schema.js";
+import { checkSchemaName } from "./sql/schema.js";
+import { checkId, checkKeys, checkText, integerIn } from "./validate.js";
 import { Worker, type WorkerOptions } from "./worker/worker.js";
 import { Schedules } from "./schedules/schedules.js";
 import { type PurgeOptions, type PurgeResult, purgeJobs } from "./maintenance/purger.js";
@@ -48,38 +50,6 @@ export interface ErrandOptions {
   readonly onConnectionError?: (error: Error) => void;
 }
 
-/** Options for one job at enqueue time. */
-export interface EnqueueOptions {
-  /** Run no earlier than this time. */
-  readonly runAt?: Date | string;
-  /** Run no earlier than this many milliseconds from now (the database's clock). */
-  readonly delay?: number;
-  /** Attempts before the job is dead. Default: the kind's, else 8. */
-  readonly maxAttempts?: number;
-  /** Higher runs first. Default: the kind's, else 0. */
-  readonly priority?: number;
-  /** A second enqueue with the same key is a no-op that returns the first job's id. */
-  readonly dedupeKey?: string;
-  /** Backoff for this job only. */
-  readonly retry?: Partial<RetryPolicy>;
-  /** Your connection or open transaction: the job commits or rolls back with it. */
-  readonly db?: Queryable;
-}
-
-/** One job for {@link Errand.enqueueMany}. */
-export interface JobSpec extends Omit<EnqueueOptions, "db"> {
-  readonly kind: string;
-  readonly payload: unknown;
-}
-
-/** What an enqueue returns. */
-export interface EnqueueResult {
-  /** The job's id (the existing job's when this was a duplicate). */
-  readonly id: string;
-  /** True when a job with the same dedupe key already existed and nothing was inserted. */
-  readonly duplicate: boolean;
-}
-
 /** Which dead jobs a retry or discard applies to. */
 export type DeadSelector = { readonly ids: readonly (string | number)[] } | { readonly kind: string } | { readonly all: true };
 
@@ -101,8 +71,9 @@ export class Errand {
   /** Per-kind settings, validated. */
   readonly kinds: ReadonlyMap<string, ResolvedKind>;
   readonly #queries: Queries;
-  readonly #maxPayloadBytes: number;
+  readonly #enqueue: EnqueueTarget;
   readonly #workers = new Set<Worker>();
+  #closed: Promise<void> | undefined;
   /** Recurring jobs: declare, list, pause, resume, remove, and the scheduler service. */
   readonly schedules: Schedules;
 
@@ -110,7 +81,7 @@ export class Errand {
     this.driver = driver;
     this.schema = schema;
     this.kinds = kinds;
-    this.#maxPayloadBytes = maxPayloadBytes;
+    this.#enqueue = { driver, schema, kinds, maxPayloadBytes };
     this.#queries = queriesFor(schema);
     this.schedules = new Schedules(driver, schema, (specs, options) => this.enqueueMany(specs, options));
   }
@@ -156,75 +127,15 @@ export class Errand {
    * ```
    */
   async enqueue(kind: string, payload: unknown, options: EnqueueOptions = {}): Promise<EnqueueResult> {
+    if (typeof options !== "object" || options === null) throw new ValidationError("options", "must be an object");
     const { db, ...rest } = options;
-    const [result] = await this.enqueueMany([{ kind, payload, ...rest }], { db });
+    const [result] = await traceEnqueue([{ kind }], () => enqueueJobs(this.#enqueue, [{ kind, payload, ...rest }], { db, single: true }));
     return result!;
   }
 
-  /** Enqueues many jobs in one statement (one round trip). Results are in input order. */
+  /** Enqueues many jobs in one statement (one round trip). Results are in input order; an error names the job (`jobs[3].payload.…`). */
   enqueueMany(specs: readonly JobSpec[], options: { readonly db?: Queryable | undefined } = {}): Promise<EnqueueResult[]> {
-    return traceEnqueue(specs, () => this.#enqueueMany(specs, options));
-  }
-
-  async #enqueueMany(specs: readonly JobSpec[], options: { readonly db?: Queryable | undefined }): Promise<EnqueueResult[]> {
-    if (!Array.isArray(specs)) throw new ValidationError("jobs", "must be an array");
-    if (specs.length === 0) return [];
-    const { json, dedupeKeys } = this.#rows(specs);
-    const db = options.db;
-    const run = <Row>(text: { name: string; text: string }, params: readonly unknown[]) =>
-      db ? db.query<Row>(text.text, params) : this.driver.run<Row>(text, params);
-    if (dedupeKeys.every((key) => key === null)) {
-      const { rows } = await run<{ ids: (string | number)[] }>(this.#queries.enqueuePlain, [json]);
-      return rows[0]!.ids.map((id) => ({ id: String(id), duplicate: false }));
-    }
-    const { rows } = await run<{ ids: (string | number | null)[]; duplicates: boolean[] }>(this.#queries.enqueue, [json]);
-    const { ids, duplicates } = rows[0]!;
-    const results = ids.map((id, i) => ({ id: id === null ? null : String(id), duplicate: duplicates[i]! }));
-    const missing = results.flatMap((result, i) => (result.id === null ? [dedupeKeys[i]!] : []));
-    if (missing.length > 0) {
-      // The conflicting job committed after this statement's snapshot: look again.
-      const found = await run<{ id: string; dedupe_key: string }>(this.#queries.findByDedupeKeys, [missing]);
-      const byKey = new Map(found.rows.map((row) => [row.dedupe_key, String(row.id)]));
-      results.forEach((result, i) => {
-        if (result.id === null) result.id = byKey.get(dedupeKeys[i]!) ?? null;
-      });
-    }
-    return results.map((result, i) => {
-      if (result.id === null) throw new ErrandError("dedupe_race", `job with dedupe key '${dedupeKeys[i]}' was neither inserted nor found (deleted concurrently?)`);
-      return { id: result.id, duplicate: result.duplicate };
-    });
-  }
-
-  /**
-   * Validates the specs (the error names the field) and writes them as the enqueue
-   * statement's JSON array. Payloads are serialised once, here, and spliced in as text.
-   */
-  #rows(specs: readonly JobSpec[]): { json: string; dedupeKeys: (string | null)[] } {
-    const entries: string[] = [];
-    const dedupeKeys: (string | null)[] = [];
-    const kindsJson = new Map<string, string>();
-    specs.forEach((spec, i) => {
-      const field = specs.length === 1 ? "" : `jobs[${i}].`;
-      checkKeys(spec, specs.length === 1 ? "" : `jobs[${i}]`, ["kind", "payload", "runAt", "delay", "maxAttempts", "priority", "dedupeKey", "retry"]);
-      if (typeof spec.kind !== "string" || spec.kind.length === 0 || spec.kind.length > 200) throw new ValidationError(`${field}kind`, "must be a non-empty string of at most 200 characters");
-      const kind = this.kinds.get(spec.kind);
-      const payload = serialisePayload(spec.payload === undefined ? {} : spec.payload, this.#maxPayloadBytes, `${field}payload`);
-      if (spec.runAt !== undefined && spec.delay !== undefined) throw new ValidationError(`${field}runAt`, "give runAt or delay, not both");
-      const runAt = spec.runAt === undefined ? null : checkDate(spec.runAt, `${field}runAt`);
-      const delay = spec.delay === undefined ? null : nonNegativeMs(spec.delay, `${field}delay`);
-      const maxAttempts = spec.maxAttempts === undefined ? (kind?.maxAttempts ?? defaultMaxAttempts) : checkMaxAttempts(spec.maxAttempts, `${field}maxAttempts`);
-      const priority = spec.priority === undefined ? (kind?.priority ?? 0) : integer(spec.priority, `${field}priority`);
-      if (spec.dedupeKey !== undefined && (typeof spec.dedupeKey !== "string" || spec.dedupeKey.length === 0)) throw new ValidationError(`${field}dedupeKey`, "must be a non-empty string");
-      const dedupeKey = spec.dedupeKey ?? null;
-      const retry = spec.retry === undefined ? null : JSON.stringify(resolveRetryPolicy(spec.retry, `${field}retry`, kind?.retry ?? defaultRetryPolicy));
-      dedupeKeys.push(dedupeKey);
-      let kindJson = kindsJson.get(spec.kind);
-      if (kindJson === undefined) kindsJson.set(spec.kind, (kindJson = JSON.stringify(spec.kind)));
-      entries.push(
-        `[${kindJson},${payload},${runAt === null ? "null" : JSON.stringify(runAt)},${delay ?? "null"},${maxAttempts},${priority},${dedupeKey === null ? "null" : JSON.stringify(dedupeKey)},${retry ?? "null"}]`,
-      );
-    });
-    return { json: `[${entries.join(",")}]`, dedupeKeys };
+    return traceEnqueue(specs, () => enqueueJobs(this.#enqueue, specs, { db: options?.db }));
   }
 
   /** One job by id, or `null`. */
@@ -248,9 +159,9 @@ export class Errand {
     /** Dead jobs, oldest id first; filter by kind; page with `afterId`. */
     list: async (options: { readonly kind?: string; readonly limit?: number; readonly afterId?: string | number } = {}): Promise<Job[]> => {
       checkKeys(options, "", ["kind", "limit", "afterId"]);
-      const limit = options.limit ?? 100;
-      if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) throw new ValidationError("limit", "must be an integer from 1 to 10000");
-      const { rows } = await this.driver.run<JobRow>(this.#queries.listDead, [options.kind ?? null, limit, options.afterId === undefined ? "0" : checkId(options.afterId, "afterId")]);
+      const kind = options.kind === undefined ? null : checkText(options.kind, "kind", { maxLength: maxKindLength });
+      const limit = integerIn(options.limit ?? defaultDeadListLimit, "limit", 1, 10_000);
+      const { rows } = await this.driver.run<JobRow>(this.#queries.listDead, [kind, limit, options.afterId === undefined ? "0" : checkId(options.afterId, "afterId")]);
       return rows.map(toJob);
     },
     /**
@@ -293,8 +204,12 @@ export class Errand {
     return worker;
   }
 
-  /** Stops this client's workers and closes what errand opened. */
-  async close(): Promise<void> {
+  /** Stops this client's workers and closes what errand opened. Closing twice closes once. */
+  close(): Promise<void> {
+    return (this.#closed ??= this.#close());
+  }
+
+  async #close(): Promise<void> {
     await Promise.all([...this.#workers].map((worker) => worker.stop()));
     await this.schedules.stopSchedulers();
     await this.driver.close();
@@ -306,7 +221,7 @@ async function connect(options: ErrandOptions): Promise<Driver> {
   if (given > 1) throw new ValidationError("connectionString", "give one of connectionString, db or dataDir");
   if (options.connectionString !== undefined) {
     if (!/^postgres(ql)?:\/\//.test(options.connectionString)) throw new ValidationError("connectionString", "must be a postgres:// URL");
-    const pool = new pg.Pool({ connectionString: options.connectionString, max: options.poolSize ?? 10 });
+    const pool = new pg.Pool({ connectionString: options.connectionString, max: options.poolSize ?? defaultPoolSize });
     try {
       await pool.query("SELECT 1");
     } catch (error) {
@@ -326,22 +241,11 @@ function redact(url: string): string {
 }
 
 /** The options every Errand has, whichever way it was made, validated (the error names the field). */
-function settings(options: Pick<ErrandOptions, "schema" | "kinds" | "maxPayloadBytes">) {
+function settings(options: Pick<ErrandOptions, "schema" | "kinds" | "maxPayloadBytes" | "poolSize">) {
   const maxPayloadBytes = options.maxPayloadBytes ?? defaultMaxPayloadBytes;
   if (!Number.isInteger(maxPayloadBytes) || maxPayloadBytes <= 0) throw new ValidationError("maxPayloadBytes", "must be a positive integer");
+  if (options.poolSize !== undefined) integerIn(options.poolSize, "poolSize", 1, 10_000);
   return { schema: checkSchemaName(options.schema ?? defaultSchema), kinds: resolveKinds(options.kinds), maxPayloadBytes };
-}
-
-function checkDate(value: unknown, field: string): string {
-  const date = value instanceof Date ? value : typeof value === "string" ? new Date(value) : undefined;
-  if (!date || Number.isNaN(date.getTime())) throw new ValidationError(field, `must be a Date or an ISO 8601 time (got ${JSON.stringify(value)})`);
-  return date.toISOString();
-}
-
-function checkId(id: unknown, field: string): string {
-  const text = typeof id === "number" ? String(id) : id;
-  if (typeof text !== "string" || !/^[1-9][0-9]{0,18}$/.test(text)) throw new ValidationError(field, `must be a job id (a positive integer), got ${JSON.stringify(id)}`);
-  return text;
 }
 
 function deadFilter(selector: DeadSelector): [string[] | null, string | null] {
@@ -351,11 +255,10 @@ function deadFilter(selector: DeadSelector): [string[] | null, string | null] {
     return [selector.ids.map((id, i) => checkId(id, `ids[${i}]`)), null];
   }
   if ("kind" in selector) {
-    if (typeof selector.kind !== "string" || !selector.kind) throw new ValidationError("kind", "must be a non-empty string");
-    return [null, selector.kind];
+    return [null, checkText(selector.kind, "kind", { maxLength: maxKindLength })];
   }
   if ("all" in selector && selector.all === true) return [null, null];
   throw new ValidationError("selector", "must be { ids }, { kind } or { all: true }");
 }
 
-export type { Json };
+export type { EnqueueOptions, EnqueueResult, JobSpec, Json };

@@ -95,6 +95,19 @@ export function parseJson(value: unknown): unknown {
   return typeof value === "string" ? JSON.parse(value) : value;
 }
 
-function toDate(value: Date | string): Date {
-  return value instanceof Date ? value : new Date(value);
+/**
+ * A timestamp column as a Date. PostgreSQL's `infinity` and `-infinity` (which a plain-SQL
+ * insert may store, and drivers hand back as ±Infinity or as text) become the latest and
+ * earliest Dates JavaScript can hold, so they still compare and sort as infinities do.
+ */
+export function toDate(value: Date | string | number): Date {
+  if (value instanceof Date) return value;
+  if (value === Infinity || value === "infinity") return new Date(8.64e15);
+  if (value === -Infinity || value === "-infinity") return new Date(-8.64e15);
+  return new Date(value);
+}
+
+/** True for the Dates {@link toDate} makes of `infinity` and `-infinity`. */
+export function isInfinite(date: Date): boolean {
+  return Math.abs(date.getTime()) === 8.64e15;
 }

@@ -1,11 +1,16 @@
-import { ValidationError, closest } from "./errors.js";
-import { type RetryPolicy, checkMaxAttempts, defaultMaxAttempts, resolveRetryPolicy } from "./retry-policy.js";
+import { defaultMaxAttempts, defaultPriority } from "./defaults.js";
+import { type RetryPolicy, resolveRetryPolicy } from "./retry-policy.js";
+import { checkKeys, checkMaxAttempts, integer, positiveMs } from "./validate.js";
+
+// src/worker/worker-options.ts imports these from here; their home is validate.ts and defaults.ts.
+export { checkKeys, nonNegativeMs, positiveMs } from "./validate.js";
+export { defaultLeaseMs } from "./defaults.js";
 
 /** Settings for one job kind, shared by producers (defaults) and workers. */
 export interface KindOptions {
   /** Attempts before the job is dead. Default 8. */
   readonly maxAttempts?: number;
-  /** Backoff between attempts. Default: the seed's 30 s doubling, 1 h cap, ×0.5–1.0 jitter. */
+  /** Backoff between attempts. Default: 30 s doubling, 1 h cap, ×0.5–1.0 jitter. */
   readonly retry?: Partial<RetryPolicy>;
   /** Lease (visibility timeout) in ms: set it from the slowest acceptable run. Default 5 minutes. */
   readonly leaseMs?: number;
@@ -21,9 +26,6 @@ export interface ResolvedKind {
   readonly priority: number;
 }
 
-/** Default lease: 5 minutes, as in the seed. */
-export const defaultLeaseMs = 5 * 60_000;
-
 /** Validates every kind's options once, at construction. */
 export function resolveKinds(kinds: Readonly<Record<string, KindOptions>> | undefined): ReadonlyMap<string, ResolvedKind> {
   const resolved = new Map<string, ResolvedKind>();
@@ -34,38 +36,8 @@ export function resolveKinds(kinds: Readonly<Record<string, KindOptions>> | unde
       maxAttempts: options.maxAttempts === undefined ? defaultMaxAttempts : checkMaxAttempts(options.maxAttempts, `${field}.maxAttempts`),
       retry: resolveRetryPolicy(options.retry, `${field}.retry`),
       leaseMs: options.leaseMs === undefined ? undefined : positiveMs(options.leaseMs, `${field}.leaseMs`),
-      priority: options.priority === undefined ? 0 : integer(options.priority, `${field}.priority`),
+      priority: options.priority === undefined ? defaultPriority : integer(options.priority, `${field}.priority`),
     });
   }
   return resolved;
-}
-
-/** Rejects unknown option names, suggesting the nearest known one. */
-export function checkKeys(options: unknown, field: string, known: readonly string[]): void {
-  if (options === undefined) return;
-  if (typeof options !== "object" || options === null || Array.isArray(options)) throw new ValidationError(field, "must be an object");
-  for (const key of Object.keys(options)) {
-    if (!known.includes(key)) {
-      const hint = closest(key, known);
-      throw new ValidationError(`${field}.${key}`.replace(/^\./, ""), `unknown option${hint ? ` — did you mean '${hint}'?` : ""}`);
-    }
-  }
-}
-
-/** A positive, finite number of milliseconds. */
-export function positiveMs(value: unknown, field: string): number {
-  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) throw new ValidationError(field, `must be a positive number of milliseconds (got ${JSON.stringify(value)})`);
-  return value;
-}
-
-/** A non-negative, finite number of milliseconds. */
-export function nonNegativeMs(value: unknown, field: string): number {
-  if (typeof value !== "number" || !Number.isFinite(value) || value < 0) throw new ValidationError(field, `must be a number of milliseconds ≥ 0 (got ${JSON.stringify(value)})`);
-  return value;
-}
-
-/** A safe integer. */
-export function integer(value: unknown, field: string): number {
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || Math.abs(value) > 2_147_483_647) throw new ValidationError(field, `must be an integer (got ${JSON.stringify(value)})`);
-  return value;
 }

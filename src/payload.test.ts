@@ -19,4 +19,22 @@ describe("serialisePayload", () => {
     node.back = ring;
     expect(() => serialisePayload(ring, 1 << 20)).toThrow(/is a circular reference/);
   });
+
+  it("refuses what PostgreSQL's jsonb cannot store, in keys as in strings, naming the path", () => {
+    expect(() => serialisePayload({ a: { "b\u0000": 1 } }, 1000)).toThrow(/payload\.a\["b\\u0000"\]: key contains a \\u0000/);
+    expect(() => serialisePayload({ ["\ud800"]: 1 }, 1000)).toThrow(/payload\["\\ud800"\]: key contains half of a surrogate pair/);
+    expect(() => serialisePayload({ list: ["ok", "x\udc00"] }, 1000)).toThrow(/payload\.list\[1\]: contains half of a surrogate pair \(\\udc00 at index 1\)/);
+    expect(serialisePayload({ "emoji 😀": "😀", "user-id": 1 }, 1000)).toBe('{"emoji 😀":"😀","user-id":1}');
+  });
+
+  it("accepts nesting to 1,000 levels and names the limit past it, without overflowing the stack", () => {
+    const nest = (levels: number) => {
+      let value: unknown = 1;
+      for (let i = 0; i < levels; i++) value = i % 2 ? { a: value } : [value];
+      return value;
+    };
+    expect(() => serialisePayload(nest(1000), 1 << 20)).not.toThrow();
+    expect(() => serialisePayload(nest(1001), 1 << 20)).toThrow(/^payload: nests deeper than 1000 levels/);
+    expect(() => serialisePayload(nest(100_000), 1 << 22, "jobs[2].payload")).toThrow(/^jobs\[2\]\.payload: nests deeper than 1000 levels/);
+  });
 });

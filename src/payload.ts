@@ -1,20 +1,26 @@
 import { ValidationError } from "./errors.js";
+import { textProblem } from "./validate.js";
 
 /** Any value that survives a JSON round trip unchanged. */
 export type Json = null | boolean | number | string | readonly Json[] | { readonly [key: string]: Json };
 
-/** Default payload size limit: 256 KiB of JSON text. */
-export const defaultMaxPayloadBytes = 256 * 1024;
+/**
+ * Deepest nesting of arrays and objects accepted. PostgreSQL parses jsonb recursively and
+ * gives up somewhere past a few thousand levels (PGlite sooner), and so would the checks
+ * here; no real payload comes near this.
+ */
+const maxPayloadDepth = 1000;
 
 /**
  * Serialises a payload, refusing anything that would not come back unchanged from the
  * database (`undefined`, functions, class instances such as `Date` or `Map`, `NaN`,
- * cycles, `\u0000`) and anything over `maxBytes`. The error names the offending path.
+ * cycles, `\u0000` or half a surrogate pair in a key or a string, nesting deeper than
+ * 1,000 levels) and anything over `maxBytes`. The error names the offending path.
  */
 export function serialisePayload(value: unknown, maxBytes: number, field = "payload"): string {
   // The common payload passes the quick check; only a suspect one is walked again with
   // paths and cycle detection, to name what is wrong.
-  if (!isPlainJson(value, 0)) checkJson(value, field, new Set());
+  if (!isPlainJson(value, 0)) checkJson(value, field, { root: field, seen: new Set() }, 0);
   const text = JSON.stringify(value);
   const bytes = Buffer.byteLength(text, "utf8");
   if (bytes > maxBytes) {
@@ -23,14 +29,18 @@ export function serialisePayload(value: unknown, maxBytes: number, field = "payl
   return text;
 }
 
+/** Characters that need a closer look: NUL and both halves of surrogate pairs. */
+const suspect = /[\u0000\ud800-\udfff]/;
+
 /**
  * True when `value` is certainly plain JSON: no path strings, no set of seen objects.
- * False for anything doubtful, including nesting deeper than 64 (perhaps a cycle).
+ * False for anything doubtful, including nesting deeper than 64 (perhaps a cycle) and
+ * strings with a NUL or a surrogate (perhaps a lone one).
  */
 function isPlainJson(value: unknown, depth: number): boolean {
   switch (typeof value) {
     case "string":
-      return !value.includes("\u0000");
+      return !suspect.test(value);
     case "boolean":
       return true;
     case "number":
@@ -45,7 +55,7 @@ function isPlainJson(value: unknown, depth: number): boolean {
       const proto: unknown = Object.getPrototypeOf(value);
       if (proto !== Object.prototype && proto !== null) return false;
       for (const key in value) {
-        if (!Object.hasOwn(value, key) || !isPlainJson((value as Record<string, unknown>)[key], depth + 1)) return false;
+        if (!Object.hasOwn(value, key) || suspect.test(key) || !isPlainJson((value as Record<string, unknown>)[key], depth + 1)) return false;
       }
       return true;
     }
@@ -54,11 +64,14 @@ function isPlainJson(value: unknown, depth: number): boolean {
   }
 }
 
-function checkJson(value: unknown, path: string, seen: Set<object>): void {
+function checkJson(value: unknown, path: string, walk: { readonly root: string; readonly seen: Set<object> }, depth: number): void {
+  const { seen } = walk;
   switch (typeof value) {
-    case "string":
-      if (value.includes("\u0000")) throw new ValidationError(path, "contains a \\u0000 character, which PostgreSQL jsonb cannot store");
+    case "string": {
+      const problem = textProblem(value);
+      if (problem) throw new ValidationError(path, problem);
       return;
+    }
     case "boolean":
       return;
     case "number":
@@ -67,16 +80,21 @@ function checkJson(value: unknown, path: string, seen: Set<object>): void {
     case "object": {
       if (value === null) return;
       if (seen.has(value)) throw new ValidationError(path, "is a circular reference");
+      if (depth >= maxPayloadDepth) throw new ValidationError(walk.root, `nests deeper than ${maxPayloadDepth} levels of arrays and objects`);
       seen.add(value);
       if (Array.isArray(value)) {
-        value.forEach((item, i) => checkJson(item, `${path}[${i}]`, seen));
+        value.forEach((item, i) => checkJson(item, `${path}[${i}]`, walk, depth + 1));
       } else {
         const proto: unknown = Object.getPrototypeOf(value);
         if (proto !== Object.prototype && proto !== null) {
           const name = (value as { constructor?: { name?: string } }).constructor?.name ?? "an object with a prototype";
           throw new ValidationError(path, `is a ${name}; payloads must be plain JSON (convert it first, e.g. a Date to an ISO string)`);
         }
-        for (const [key, item] of Object.entries(value)) checkJson(item, `${path}.${key}`, seen);
+        for (const [key, item] of Object.entries(value)) {
+          const problem = textProblem(key);
+          if (problem) throw new ValidationError(`${path}${member(key)}`, `key ${problem}`);
+          checkJson(item, `${path}${member(key)}`, walk, depth + 1);
+        }
       }
       seen.delete(value);
       return;
@@ -84,4 +102,9 @@ function checkJson(value: unknown, path: string, seen: Set<object>): void {
     default:
       throw new ValidationError(path, `is ${value === undefined ? "undefined" : `a ${typeof value}`}, which is not JSON`);
   }
+}
+
+/** A key in a path: `.name`, or `["odd key"]` with JSON escapes for anything else. */
+function member(key: string): string {
+  return /^[A-Za-z_$][\w$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
 }

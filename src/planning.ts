@@ -2,7 +2,8 @@
 // attempt comes after an outage), and the workers a rate × duration needs.
 
 import { ValidationError } from "./errors.js";
-import { type RetryPolicy, checkMaxAttempts, resolveRetryPolicy } from "./retry-policy.js";
+import { type RetryPolicy, resolveRetryPolicy } from "./retry-policy.js";
+import { checkMaxAttempts } from "./validate.js";
 import { grouped } from "./human-format.js";
 
 /** One row of a retry schedule: the wait after failure `failure`, before and with jitter. */

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cliDatabase, errandCli } from "./support/cli.js";
 
+const handlers = new URL("./fixtures/handlers.js", import.meta.url).pathname;
+
 // One database for the file: CLI runs are processes, and the embedded database serves one
 // process at a time, so these run in sequence.
 const db = cliDatabase();
@@ -29,7 +31,6 @@ describe("errand CLI", () => {
   });
 
   it("runs a worker from a handlers module, lists the dead job, retries and discards it", async () => {
-    const handlers = new URL("./fixtures/handlers.js", import.meta.url).pathname;
     const id = (await cli("enqueue", "always_fails", "{}", "--max-attempts", "1")).stdout.trim();
     // The worker exits by itself (SIGTERM, graceful) once the fixture's exit_now job runs.
     // Enqueue first: the embedded database serves one process at a time.
@@ -66,13 +67,33 @@ describe("errand CLI", () => {
       [["dead", "retry"], /give job ids, --kind KIND or --all/],
       [["dead", "discard", "abc"], /job id 'abc' is not a positive integer/],
       [["frobnicate"], /unknown command 'frobnicate'/],
+      [["enqueue", "k", "{}", "--run-at", "2026-02-30T09:00:00Z"], /--run-at <iso>.*is not a date: February 2026 has 28 days/],
+      [["enqueue", "k", '{"a\\u0000": 1}'], /payload\["a\\u0000"\]: key contains a \\u0000/],
+      [["enqueue", "k", '{"a": "\\ud800"}'], /payload\.a: contains half of a surrogate pair/],
+      [["enqueue", "k", `${"[".repeat(10_000)}${"]".repeat(10_000)}`], /payload: nests deeper than 1000 levels/],
+      [["enqueue", "k", "{}", "--dedupe-key", "x".repeat(5000)], /dedupeKey: must be at most 1000 bytes/],
+      [["worker", "--handlers", handlers, "--heartbeat-interval", "5", "--lease", "3"], /heartbeatIntervalMs: must be shorter than the shortest lease \(3000 ms\)/],
+      [["dashboard", "--base-path", "../x"], /basePath: must look like "\/errand"/],
+      [["dashboard", "--base-path", "/errand/../x"], /basePath: must look like "\/errand"/],
+      [["dead", "retry", "9223372036854775808"], /job id '9223372036854775808' is not a positive integer/],
     ];
+    // Each fails before connecting: at once, not after a pool's 10-second idle timeout.
     it.each(cases)("errand %j", async (args, message) => {
+      const started = performance.now();
       const result = await cli(...args);
+      expect(performance.now() - started).toBeLessThan(5_000);
       expect(result.code).toBe(2);
       expect(result.stderr).toMatch(message);
       expect(result.stderr.trim().split("\n")).toHaveLength(1);
       expect(result.stderr).not.toMatch(/\n\s+at /);
+    });
+
+    it("refuses a schema name too long for its derived names, before creating anything", async () => {
+      const flags = db.flags.map((flag, i) => (db.flags[i - 1] === "--schema" ? flag.padEnd(52, "s") : flag));
+      const started = performance.now();
+      const result = await errandCli(["enqueue", "k", "{}", ...flags]);
+      expect(performance.now() - started).toBeLessThan(5_000);
+      expect(result).toMatchObject({ code: 2, stderr: expect.stringMatching(/^errand: schema: must be at most 51 characters/) });
     });
 
     it("wrote no job for any of them", async () => {

@@ -131,6 +131,19 @@ ON CONFLICT (dedupe_key) DO NOTHING`);
       ["an empty kind", () => t.errand.enqueue("", {}), /kind: must be a non-empty string/],
       ["a misspelt option", () => t.errand.enqueue("k", {}, { dedupKey: "x" } as never), /dedupKey: unknown option — did you mean 'dedupeKey'\?/],
       ["one bad job in a batch", () => t.errand.enqueueMany([{ kind: "k", payload: {} }, { kind: "k", payload: { d: new Map() } }]), /jobs\[1\]\.payload\.d: is a Map/],
+      ["an impossible runAt", () => t.errand.enqueue("k", {}, { runAt: "2026-02-30T09:00:00Z" }), /runAt: "2026-02-30T09:00:00Z" is not a date: February 2026 has 28 days/],
+      ["an impossible runAt in a batch", () => t.errand.enqueueMany([{ kind: "k", payload: {} }, { kind: "k", payload: {}, runAt: "2026-04-31" }]), /jobs\[1\]\.runAt: .*April 2026 has 30 days/],
+      ["a runAt past the year 9999", () => t.errand.enqueue("k", {}, { runAt: new Date(8.64e15) }), /runAt: must be from the year 1970 to 9999/],
+      ["a delay past 100 years", () => t.errand.enqueue("k", {}, { delay: 1e21 }), /delay: must be at most .* \(100 years\)/],
+      ["a \\u0000 in a payload key", () => t.errand.enqueue("k", { "a\u0000": 1 }), /payload\["a\\u0000"\]: key contains a \\u0000/],
+      ["a lone surrogate in a payload key, in a batch", () => t.errand.enqueueMany([{ kind: "k", payload: {} }, { kind: "k", payload: { ok: { ["\ud83d"]: 1 } } }]), /jobs\[1\]\.payload\.ok\["\\ud83d"\]: key contains half of a surrogate pair/],
+      ["a lone surrogate in a payload string", () => t.errand.enqueue("k", { s: "ok \udc00" }), /payload\.s: contains half of a surrogate pair/],
+      ["nesting 10,000 levels deep", () => { let p: unknown = 1; for (let i = 0; i < 10_000; i++) p = [p]; return t.errand.enqueue("k", p); }, /payload: nests deeper than 1000 levels/],
+      ["a 5,000-character dedupe key", () => t.errand.enqueue("k", {}, { dedupeKey: "x".repeat(5000) }), /dedupeKey: must be at most 1000 bytes of UTF-8 \(got 5000\)/],
+      ["a \\u0000 in a dedupe key", () => t.errand.enqueue("k", {}, { dedupeKey: "a\u0000" }), /dedupeKey: contains a \\u0000/],
+      ["a \\u0000 in a kind, in a batch", () => t.errand.enqueueMany([{ kind: "k", payload: {} }, { kind: "k\u0000", payload: {} }]), /jobs\[1\]\.kind: contains a \\u0000/],
+      ["a lone surrogate in a kind", () => t.errand.enqueue("k\ud800", {}), /kind: contains half of a surrogate pair/],
+      ["a batch of one naming its job", () => t.errand.enqueueMany([{ kind: "k", payload: { n: Number.NaN } }]), /jobs\[0\]\.payload\.n: NaN/],
     ];
     it.each(cases)("%s", async (_, call, message) => {
       const error = await call().then(() => undefined, (e: unknown) => e);
@@ -138,6 +151,37 @@ ON CONFLICT (dedupe_key) DO NOTHING`);
       expect((error as Error).message).toMatch(message);
       expect(await t.sql(`SELECT count(*)::int AS n FROM ${t.schema}.jobs`)).toEqual([{ n: 0 }]);
     });
+  });
+
+  it("stores what the limits allow: a 1,000-byte dedupe key of 4-byte characters, 1,000 levels of nesting, a leap day, a null payload", async () => {
+    const key = "😀".repeat(250);
+    let deep: unknown = "leaf";
+    for (let i = 0; i < 1000; i++) deep = { a: deep };
+    const first = await t.errand.enqueue("k", deep, { dedupeKey: key, runAt: "2028-02-29T12:00:00+01:00" });
+    expect(await t.errand.enqueue("k", {}, { dedupeKey: key })).toEqual({ id: first.id, duplicate: true });
+    const job = await t.errand.getJob(first.id);
+    expect(job!.payload).toEqual(deep);
+    expect(job!.dedupeKey).toBe(key);
+    expect(job!.runAt.toISOString()).toBe("2028-02-29T11:00:00.000Z");
+    const [nullPayload] = await t.errand.enqueueMany([{ kind: "k", payload: null, retry: { baseDelayMs: 5 } }]);
+    expect(await t.sql(`SELECT payload IS NULL AS missing, jsonb_typeof(payload) AS type, retry ->> 'baseDelayMs' AS base FROM ${t.schema}.jobs WHERE id = $1`, [nullPayload!.id])).toEqual([
+      { missing: false, type: "null", base: "5" },
+    ]);
+  });
+
+  it("refuses a schema whose derived names would not fit PostgreSQL's 63 bytes, before creating anything", async () => {
+    const long = t.schema.padEnd(52, "x"); // errand_jobs_<schema> would be 64 bytes
+    await expect(Errand.open({ db: t.db, schema: long })).rejects.toThrow(/schema: must be at most 51 characters/);
+    expect(await t.sql(`SELECT count(*)::int AS n FROM pg_namespace WHERE nspname = $1`, [long])).toEqual([{ n: 0 }]);
+    const longest = t.schema.padEnd(51, "y"); // works end to end, including the notify on enqueue
+    const errand = await Errand.open({ db: t.db, schema: longest });
+    try {
+      const { id } = await errand.enqueue("k", {});
+      expect(await errand.getJob(id)).toMatchObject({ kind: "k", status: "ready" });
+    } finally {
+      await errand.close();
+      await t.sql(`DROP SCHEMA ${longest} CASCADE`);
+    }
   });
 
   it("validates Errand.fromDriver's options as Errand.open does", () => {

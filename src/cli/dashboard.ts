@@ -1,5 +1,6 @@
 import { isIP } from "node:net";
 import { type Command, InvalidArgumentError } from "commander";
+import { defaultDashboardHost, defaultDashboardPort } from "../defaults.js";
 import { authFromEnv, checkTrustedOrigins } from "../dashboard/security.js";
 import { type DatabaseFlags, intArg, openFromFlags, withDatabase } from "./common.js";
 
@@ -24,8 +25,8 @@ export function register(program: Command): void {
     program
       .command("dashboard")
       .description("serve the web dashboard (overview, jobs, dead letters, schedules) until SIGINT or SIGTERM")
-      .option("--port <n>", "port to listen on (0 = any free port)", intArg(0, 65_535), 4000)
-      .option("--host <host>", "address to bind; anything but loopback needs ERRAND_DASHBOARD_TOKEN or ERRAND_DASHBOARD_USER/PASSWORD", "127.0.0.1")
+      .option("--port <n>", "port to listen on (0 = any free port)", intArg(0, 65_535), defaultDashboardPort)
+      .option("--host <host>", "address to bind; anything but loopback needs ERRAND_DASHBOARD_TOKEN or ERRAND_DASHBOARD_USER/PASSWORD", defaultDashboardHost)
       .option("--read-only", "hide and refuse every action (retry, discard, pause, resume)")
       .option("--base-path <path>", "serve under this path, e.g. /errand")
       .option("--trusted-origin <origin>", "also accept actions posted from this origin, e.g. https://ops.example.com behind a proxy that rewrites Host (repeatable)", (value: string, previous: string[] = []) => [...previous, value]),
@@ -37,15 +38,13 @@ export function register(program: Command): void {
       );
     }
     // Loaded here, not at the top: every other command starts without the web server's modules.
-    const [{ serve }, { createDashboard }] = await Promise.all([import("@hono/node-server"), import("../dashboard/app.js")]);
-    const trustedOrigins = flags.trustedOrigin ?? [];
-    try {
-      checkTrustedOrigins(trustedOrigins, "--trusted-origin");
-    } catch (error) {
-      throw new InvalidArgumentError(error instanceof Error ? error.message : String(error));
-    }
+    const [{ serve }, { createDashboard, resolveDashboardOptions }] = await Promise.all([import("@hono/node-server"), import("../dashboard/app.js")]);
+    const options = { readOnly: flags.readOnly === true, trustedOrigins: flags.trustedOrigin ?? [], ...(auth ? { auth } : {}), ...(flags.basePath ? { basePath: flags.basePath } : {}) };
+    // Bad flags fail here, before connecting.
+    checkTrustedOrigins(options.trustedOrigins, "--trusted-origin");
+    resolveDashboardOptions(options);
     const errand = await openFromFlags(flags);
-    const app = createDashboard(errand, { readOnly: flags.readOnly === true, trustedOrigins, ...(auth ? { auth } : {}), ...(flags.basePath ? { basePath: flags.basePath } : {}) });
+    const app = createDashboard(errand, options);
     const server = serve({ fetch: app.fetch, port: flags.port, hostname: flags.host }, (info) => {
       const host = info.family === "IPv6" ? `[${info.address}]` : info.address;
       console.log(`errand dashboard on http://${host}:${info.port}${flags.basePath ?? "/"}${flags.readOnly ? " (read-only)" : ""}${auth ? " (authentication required)" : ""}`);

@@ -1,5 +1,7 @@
 import { type Command, InvalidArgumentError } from "commander";
 import type { DeadSelector } from "../client.js";
+import { defaultDeadListLimit } from "../defaults.js";
+import { isJobId } from "../validate.js";
 import { type DatabaseFlags, intArg, openFromFlags, withDatabase } from "./common.js";
 
 interface SelectFlags extends DatabaseFlags {
@@ -15,12 +17,12 @@ export function register(program: Command): void {
       .command("list")
       .description("list dead jobs with their last error")
       .option("--kind <kind>", "only this kind")
-      .option("--limit <n>", "at most this many (default 100)", intArg(1, 10_000))
+      .option("--limit <n>", `at most this many (default ${defaultDeadListLimit})`, intArg(1, 10_000))
       .option("--json", "one JSON object per line"),
   ).action(async (flags: DatabaseFlags & { kind?: string; limit?: number; json?: boolean }) => {
     const errand = await openFromFlags(flags);
     try {
-      const jobs = await errand.dead.list({ ...(flags.kind ? { kind: flags.kind } : {}), limit: flags.limit ?? 100 });
+      const jobs = await errand.dead.list({ ...(flags.kind ? { kind: flags.kind } : {}), ...(flags.limit ? { limit: flags.limit } : {}) });
       if (flags.json) {
         for (const job of jobs) console.log(JSON.stringify(job));
         return;
@@ -65,7 +67,7 @@ export function register(program: Command): void {
 function select(ids: string[], flags: SelectFlags): DeadSelector {
   const chosen = [ids.length > 0, flags.kind !== undefined, flags.all === true].filter(Boolean).length;
   if (chosen !== 1) throw new InvalidArgumentError("give job ids, --kind KIND or --all (exactly one)");
-  for (const id of ids) if (!/^[1-9]\d{0,18}$/.test(id)) throw new InvalidArgumentError(`job id '${id}' is not a positive integer`);
+  for (const id of ids) if (!isJobId(id)) throw new InvalidArgumentError(`job id '${id}' is not a positive integer`);
   if (ids.length) return { ids };
   if (flags.kind !== undefined) return { kind: flags.kind };
   return { all: true };

@@ -1,9 +1,12 @@
 import { type Command, InvalidArgumentError } from "commander";
-import { type DatabaseFlags, intArg, openFromFlags, secondsArg, withDatabase } from "./common.js";
+import { defaultMaxAttempts, defaultMaxPayloadBytes, defaultPriority } from "../defaults.js";
+import { encodeJobs } from "../enqueue.js";
+import { checkDate, maxMaxAttempts } from "../validate.js";
+import { type DatabaseFlags, cliArg, intArg, openFromFlags, secondsArg, withDatabase } from "./common.js";
 
 interface EnqueueFlags extends DatabaseFlags {
   readonly dedupeKey?: string;
-  readonly runAt?: Date;
+  readonly runAt?: string;
   readonly delay?: number;
   readonly maxAttempts?: number;
   readonly priority?: number;
@@ -17,21 +20,24 @@ export function register(program: Command): void {
       .argument("<kind>", "job kind, e.g. send_receipt")
       .argument("<json>", "payload as JSON, e.g. '{\"order_id\": 1042}'", parseJsonArg)
       .option("--dedupe-key <key>", "a second enqueue with the same key is a no-op")
-      .option("--run-at <iso>", "run no earlier than this ISO 8601 time", parseTime)
+      .option("--run-at <iso>", "run no earlier than this ISO 8601 time, e.g. 2026-12-01T09:00:00Z", cliArg((value) => checkDate(value, "runAt")))
       .option("--delay <seconds>", "run no earlier than this many seconds from now", secondsArg())
-      .option("--max-attempts <n>", "attempts before the job is dead (default 8)", intArg(1, 1_000_000))
-      .option("--priority <n>", "higher runs first (default 0)", intArg(-2_147_483_648, 2_147_483_647)),
+      .option("--max-attempts <n>", `attempts before the job is dead (default ${defaultMaxAttempts})`, intArg(1, maxMaxAttempts))
+      .option("--priority <n>", `higher runs first (default ${defaultPriority})`, intArg(-2_147_483_648, 2_147_483_647)),
   ).action(async (kind: string, payload: unknown, flags: EnqueueFlags) => {
     if (flags.runAt && flags.delay !== undefined) throw new InvalidArgumentError("give --run-at or --delay, not both");
+    const options = {
+      ...(flags.dedupeKey !== undefined ? { dedupeKey: flags.dedupeKey } : {}),
+      ...(flags.runAt ? { runAt: flags.runAt } : {}),
+      ...(flags.delay !== undefined ? { delay: flags.delay } : {}),
+      ...(flags.maxAttempts !== undefined ? { maxAttempts: flags.maxAttempts } : {}),
+      ...(flags.priority !== undefined ? { priority: flags.priority } : {}),
+    };
+    // Bad input fails here, before connecting (opening the embedded database takes seconds).
+    encodeJobs([{ kind, payload, ...options }], new Map(), defaultMaxPayloadBytes, true);
     const errand = await openFromFlags(flags);
     try {
-      const result = await errand.enqueue(kind, payload, {
-        ...(flags.dedupeKey !== undefined ? { dedupeKey: flags.dedupeKey } : {}),
-        ...(flags.runAt ? { runAt: flags.runAt } : {}),
-        ...(flags.delay !== undefined ? { delay: flags.delay } : {}),
-        ...(flags.maxAttempts !== undefined ? { maxAttempts: flags.maxAttempts } : {}),
-        ...(flags.priority !== undefined ? { priority: flags.priority } : {}),
-      });
+      const result = await errand.enqueue(kind, payload, options);
       console.log(result.id);
       if (result.duplicate) console.error(`duplicate: a job with dedupe key '${flags.dedupeKey}' already exists (id ${result.id}); nothing was enqueued`);
     } finally {
@@ -46,10 +52,4 @@ function parseJsonArg(value: string): unknown {
   } catch (error) {
     throw new InvalidArgumentError(`not valid JSON (${(error as Error).message})`);
   }
-}
-
-function parseTime(value: string): Date {
-  const date = new Date(value);
-  if (!/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(date.getTime())) throw new InvalidArgumentError("must be an ISO 8601 time, e.g. 2026-12-01T09:00:00Z");
-  return date;
 }

@@ -1,6 +1,7 @@
 import { Command, CommanderError, InvalidArgumentError } from "commander";
 import { createRequire } from "node:module";
-import { ErrandError, ValidationError } from "../errors.js";
+import { ValidationError } from "../errors.js";
+import { closeOpened } from "./common.js";
 import * as dashboard from "./dashboard.js";
 import * as dead from "./dead.js";
 import * as demo from "./demo.js";
@@ -31,23 +32,21 @@ try {
   await program.parseAsync(process.argv);
 } catch (error) {
   process.exitCode = report(error);
+  await closeOpened();
 }
 
 /** One line on stderr, never a stack trace; exit 2 for bad arguments, 1 for failures. */
 function report(error: unknown): number {
   if (error instanceof CommanderError) {
     if (error.code === "commander.helpDisplayed" || error.code === "commander.version" || error.code === "commander.help") return 0;
-    process.stderr.write(`errand: ${error.message.replace(/^error: /, "")}\n`);
+    say(error.message.replace(/^error: /, ""));
     return 2;
   }
-  if (error instanceof InvalidArgumentError || error instanceof ValidationError) {
-    process.stderr.write(`errand: ${error.message}\n`);
-    return 2;
-  }
-  if (error instanceof ErrandError) {
-    process.stderr.write(`errand: ${error.message}\n`);
-    return 1;
-  }
-  process.stderr.write(`errand: ${error instanceof Error ? error.message : String(error)}\n`);
-  return 1;
+  say(error instanceof Error ? error.message : String(error));
+  return error instanceof InvalidArgumentError || error instanceof ValidationError ? 2 : 1;
+}
+
+/** Writes `errand: message` as one line: control characters (a newline in a quoted argument) are escaped. */
+function say(message: string): void {
+  process.stderr.write(`errand: ${message.replace(/[\u0000-\u001f\u007f]/g, (c) => JSON.stringify(c).slice(1, -1))}\n`);
 }

@@ -1,8 +1,9 @@
 import { type Command, InvalidArgumentError } from "commander";
 import { ValidationError } from "../errors.js";
-import { parseDuration } from "../human-format.js";
+import { humanAge, parseDuration } from "../human-format.js";
 import { capacityPlanText, parseRate, retryPlanText } from "../planning.js";
-import { defaultMaxAttempts, defaultRetryPolicy } from "../retry-policy.js";
+import { defaultMaxAttempts, defaultRetryPolicy } from "../defaults.js";
+import { maxMaxAttempts } from "../validate.js";
 import { intArg } from "./common.js";
 
 interface PlanFlags {
@@ -23,11 +24,11 @@ export function register(program: Command): void {
   program
     .command("plan")
     .description("print a retry policy's schedule (wait and cumulative wait per failure) and/or the workers a rate × duration needs")
-    .option("--base <duration>", "wait after the first failure (default 30s)")
-    .option("--cap <duration>", "longest single wait (default 1h)")
-    .option("--factor <n>", "growth per failure (default 2)")
-    .option("--jitter <fraction>", "randomised fraction of each wait, 0–1 (default 0.5: ×0.5–1.0)")
-    .option("--max-attempts <n>", `attempts before a job is dead (default ${defaultMaxAttempts})`, intArg(1, 1_000_000))
+    .option("--base <duration>", `wait after the first failure (default ${humanAge(defaultRetryPolicy.baseDelayMs)})`)
+    .option("--cap <duration>", `longest single wait (default ${humanAge(defaultRetryPolicy.maxDelayMs)})`)
+    .option("--factor <n>", `growth per failure (default ${defaultRetryPolicy.factor})`)
+    .option("--jitter <fraction>", `randomised fraction of each wait, 0–1 (default ${defaultRetryPolicy.jitter}: ×${1 - defaultRetryPolicy.jitter}–1.0)`)
+    .option("--max-attempts <n>", `attempts before a job is dead (default ${defaultMaxAttempts})`, intArg(1, maxMaxAttempts))
     .option("--outage <duration>", "an outage to ride out, e.g. 20m: says whether the last attempt comes after it")
     .option("--rate <n/period>", "jobs arriving, e.g. 600/h, 10/min, 2/s")
     .option("--duration <duration>", "how long one job runs, e.g. 8s")

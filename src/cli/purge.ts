@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { defaultRetentionMs } from "../maintenance/purger.js";
+import { defaultPurgeBatchSize, defaultRetentionMs } from "../defaults.js";
 import { humanAge, parseDuration } from "../human-format.js";
 import { type DatabaseFlags, intArg, openFromFlags, withDatabase } from "./common.js";
 
@@ -17,9 +17,9 @@ export function register(program: Command): void {
     program
       .command("purge")
       .description("delete done jobs older than the retention in small batches; dead jobs are kept unless --dead-older-than is given")
-      .option("--older-than <duration>", "delete done jobs finished longer ago than this (default 7d)")
+      .option("--older-than <duration>", `delete done jobs finished longer ago than this (default ${defaultRetentionMs / 86_400_000}d)`)
       .option("--dead-older-than <duration>", "also delete dead jobs that died longer ago than this")
-      .option("--batch-size <n>", "rows per DELETE, each its own short transaction (default 1000)", intArg(1, 100_000))
+      .option("--batch-size <n>", `rows per DELETE, each its own short transaction (default ${defaultPurgeBatchSize})`, intArg(1, 100_000))
       .option("--dry-run", "only count what would be deleted")
       .option("--json", "print the result as JSON"),
   ).action(async (flags: PurgeFlags) => {

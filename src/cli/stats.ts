@@ -1,7 +1,8 @@
 import type { Command } from "commander";
 import { humanAge } from "../human-format.js";
 import type { KindStats, QueueStats } from "../observe/stats.js";
-import { type DatabaseFlags, openFromFlags, secondsArg, withDatabase } from "./common.js";
+import { defaultWatchMs } from "../defaults.js";
+import { type DatabaseFlags, inSeconds, openFromFlags, secondsArg, withDatabase } from "./common.js";
 
 interface StatsFlags extends DatabaseFlags {
   readonly json?: boolean;
@@ -16,7 +17,7 @@ export function register(program: Command): void {
       .command("stats")
       .description("queue figures per kind and in total: ready, scheduled, running, done, dead, oldest ready age, recent outcomes")
       .option("--json", "print JSON (one object per line with --watch)")
-      .option("--watch [seconds]", "refresh every few seconds (default 2) until Ctrl-C", secondsArg(false))
+      .option("--watch [seconds]", `refresh every few seconds (default ${inSeconds(defaultWatchMs)}) until Ctrl-C`, secondsArg(false))
       .option("--kind <kind>", "only this kind"),
   ).action(async (flags: StatsFlags) => {
     const errand = await openFromFlags(flags);
@@ -34,7 +35,7 @@ export function register(program: Command): void {
       }
       return;
     }
-    const everyMs = flags.watch === true ? 2_000 : flags.watch;
+    const everyMs = flags.watch === true ? defaultWatchMs : flags.watch;
     let stopped = false;
     const stop = () => {
       stopped = true;

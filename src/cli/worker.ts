@@ -1,12 +1,14 @@
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { type Command, InvalidArgumentError } from "commander";
+import * as defaults from "../defaults.js";
 import type { Handlers } from "../worker/handlers.js";
-import type { WorkerEvent } from "../worker/worker.js";
+import type { WorkerEvent, WorkerOptions } from "../worker/worker.js";
+import { resolveWorkerOptions } from "../worker/worker-options.js";
 import { Purger } from "../maintenance/purger.js";
 import { startMetricsServer } from "../observe/metrics-server.js";
 import { logSchedulerEvent } from "./schedules.js";
-import { type DatabaseFlags, intArg, logLine, openFromFlags, secondsArg, withDatabase } from "./common.js";
+import { type DatabaseFlags, inSeconds, intArg, logLine, openFromFlags, secondsArg, withDatabase } from "./common.js";
 
 interface WorkerFlags extends DatabaseFlags {
   readonly handlers: string;
@@ -31,17 +33,17 @@ export function register(program: Command): void {
       .command("worker")
       .description("run jobs until SIGTERM or SIGINT (graceful), a second SIGINT exits at once")
       .requiredOption("--handlers <path>", "module whose default export maps kind → async (payload, ctx) => …")
-      .option("--concurrency <n>", "handlers running at once (default 10)", intArg(1, 10_000))
+      .option("--concurrency <n>", `handlers running at once (default ${defaults.defaultConcurrency})`, intArg(1, 10_000))
       .option("--prefetch <n>", "jobs claimed ahead of free slots (default adaptive: a quarter second of recent throughput, up to 1000, none when nothing finished lately; buffered jobs unstarted after 1 s go back)", intArg(0, 10_000))
-      .option("--lease <seconds>", "lease per job, extended by heartbeats (default 300)", secondsArg(false))
+      .option("--lease <seconds>", `lease per job, extended by heartbeats (default ${inSeconds(defaults.defaultLeaseMs)})`, secondsArg(false))
       .option("--heartbeat-interval <seconds>", "how often leases are extended (default a third of the lease)", secondsArg(false))
-      .option("--rescue-interval <seconds>", "how often expired leases are rescued, 0 = never (default 30)", secondsArg())
+      .option("--rescue-interval <seconds>", `how often expired leases are rescued, 0 = never (default ${inSeconds(defaults.defaultRescueIntervalMs)})`, secondsArg())
       .option("--worker-id <id>", "this worker's name in locked_by (default host:pid:random)")
-      .option("--shutdown-timeout <seconds>", "how long running jobs may finish on shutdown (default 25)", secondsArg())
-      .option("--poll-interval <seconds>", "fallback poll when no notification arrives (default 1)", secondsArg(false))
+      .option("--shutdown-timeout <seconds>", `how long running jobs may finish on shutdown (default ${inSeconds(defaults.defaultShutdownTimeoutMs)})`, secondsArg())
+      .option("--poll-interval <seconds>", `fallback poll when no notification arrives (default ${inSeconds(defaults.defaultPollIntervalMs)})`, secondsArg(false))
       .option("--verbose", "also log every successful job")
       .option("--no-scheduler", "do not enqueue due schedule slots from this process (default: run the scheduler; safe in every worker)")
-      .option("--no-pruner", "do not delete done jobs older than 7 days from this process (default: purge hourly; safe in every worker)")
+      .option("--no-pruner", `do not delete done jobs older than ${defaults.defaultRetentionMs / 86_400_000} days from this process (default: purge hourly; safe in every worker)`)
       .option("--metrics-port <n>", "serve Prometheus /metrics on this port: queue gauges and this worker's job metrics; and /healthz, a liveness probe", intArg(0, 65_535))
       .option("--max-event-loop-lag <seconds>", "/healthz answers 503 when the event loop was blocked longer than this in the last 10 s (default 1)", secondsArg(false)),
   ).action(async (flags: WorkerFlags) => {
@@ -68,20 +70,14 @@ export function register(program: Command): void {
       setTimeout(() => {
         logLine({ level: "error", event: "shutdown_overran", signal });
         process.exit(1);
-      }, (flags.shutdownTimeout ?? 25_000) + 10_000).unref();
+      }, (flags.shutdownTimeout ?? defaults.defaultShutdownTimeoutMs) + 10_000).unref();
       if (stop) void exitAfter(stop());
     };
     process.on("SIGTERM", shutdown);
     process.on("SIGINT", shutdown);
 
     const handlers = await loadHandlers(flags.handlers);
-    const errand = await openFromFlags(flags, {
-      onConnectionError: (error) => logLine({ level: "warn", event: "connection_error", error: error.message }),
-    });
-    const health = flags.maxEventLoopLag === undefined ? undefined : { maxEventLoopLagMs: flags.maxEventLoopLag };
-    const metrics = flags.metricsPort === undefined ? undefined : await startMetricsServer({ port: flags.metricsPort, stats: () => errand.stats(), ...(health ? { health } : {}) });
-    if (metrics) logLine({ level: "info", event: "metrics_listening", port: metrics.port, path: "/metrics", health: "/healthz" });
-    const worker = errand.worker({
+    const options: WorkerOptions = {
       handlers,
       ...(flags.concurrency !== undefined ? { concurrency: flags.concurrency } : {}),
       ...(flags.prefetch !== undefined ? { prefetch: flags.prefetch } : {}),
@@ -95,7 +91,15 @@ export function register(program: Command): void {
         logEvent(event, flags.verbose === true);
         metrics?.onEvent(event);
       },
+    };
+    resolveWorkerOptions(options, new Map()); // bad flags fail here, before connecting
+    const errand = await openFromFlags(flags, {
+      onConnectionError: (error) => logLine({ level: "warn", event: "connection_error", error: error.message }),
     });
+    const health = flags.maxEventLoopLag === undefined ? undefined : { maxEventLoopLagMs: flags.maxEventLoopLag };
+    const metrics = flags.metricsPort === undefined ? undefined : await startMetricsServer({ port: flags.metricsPort, stats: () => errand.stats(), ...(health ? { health } : {}) });
+    if (metrics) logLine({ level: "info", event: "metrics_listening", port: metrics.port, path: "/metrics", health: "/healthz" });
+    const worker = errand.worker(options);
     const scheduler = flags.scheduler === false ? undefined : errand.schedules.scheduler({ onEvent: logSchedulerEvent });
     const purger =
       flags.pruner === false

@@ -2,7 +2,9 @@ import { Hono } from "hono";
 import { getCookie, setCookie } from "hono/cookie";
 import { createMiddleware } from "hono/factory";
 import type { Errand } from "../client.js";
+import { defaultPageSize, defaultRefreshSeconds } from "../defaults.js";
 import { ErrandError, ValidationError } from "../errors.js";
+import { checkKeys, integerIn } from "../validate.js";
 import { css, js } from "./assets.js";
 import type { DashboardDeps, DashboardEnv, DashboardOptions } from "./context.js";
 import { DashboardData } from "./data.js";
@@ -28,15 +30,8 @@ const cookieName = "errand_csrf";
  * ```
  */
 export function createDashboard(errand: Errand, options: DashboardOptions = {}): Hono<DashboardEnv> {
-  const base = checkBase(options.basePath ?? "");
-  const auth = options.auth === undefined ? undefined : checkAuth(options.auth);
-  const resolved = {
-    basePath: base,
-    readOnly: options.readOnly === true,
-    refreshSeconds: positive(options.refreshSeconds ?? 5, "refreshSeconds", 3600),
-    pageSize: positive(options.pageSize ?? 50, "pageSize", 1000),
-  };
-  const trusted = checkTrustedOrigins(options.trustedOrigins ?? []);
+  const { auth, trusted, ...resolved } = resolveDashboardOptions(options);
+  const base = resolved.basePath;
   const csrf = new CsrfTokens();
   const app = new Hono<DashboardEnv>({ strict: false }).basePath(base || "/");
   const deps: DashboardDeps = {
@@ -99,13 +94,27 @@ function fallbackPage(base: string, readOnly: boolean): PageContext {
   return { base, csrf: "", readOnly, schedules: true };
 }
 
-function checkBase(base: string): string {
-  if (base === "" || base === "/") return "";
-  if (!/^(\/[A-Za-z0-9._~-]+)+$/.test(base)) throw new ValidationError("basePath", `must look like "/errand" (no trailing slash), got ${JSON.stringify(base)}`);
-  return base;
+/**
+ * Checks the dashboard's options and fills in defaults, without a database: the CLI
+ * calls it before connecting, so a bad flag fails at once.
+ */
+export function resolveDashboardOptions(options: DashboardOptions) {
+  checkKeys(options, "", ["basePath", "readOnly", "auth", "refreshSeconds", "pageSize", "trustedOrigins"]);
+  return {
+    basePath: checkBase(options.basePath ?? ""),
+    readOnly: options.readOnly === true,
+    refreshSeconds: integerIn(options.refreshSeconds ?? defaultRefreshSeconds, "refreshSeconds", 1, 3600),
+    pageSize: integerIn(options.pageSize ?? defaultPageSize, "pageSize", 1, 1000),
+    auth: options.auth === undefined ? undefined : checkAuth(options.auth),
+    trusted: checkTrustedOrigins(options.trustedOrigins ?? []),
+  };
 }
 
-function positive(n: number, field: string, max: number): number {
-  if (!Number.isInteger(n) || n < 1 || n > max) throw new ValidationError(field, `must be an integer from 1 to ${max}`);
-  return n;
+function checkBase(base: unknown): string {
+  if (base === "" || base === "/") return "";
+  // Segments of unreserved characters only, and none of them "." or "..".
+  if (typeof base !== "string" || !/^(\/[A-Za-z0-9._~-]+)+$/.test(base) || base.split("/").some((segment) => /^\.+$/.test(segment))) {
+    throw new ValidationError("basePath", `must look like "/errand" (no trailing slash), got ${JSON.stringify(base)}`);
+  }
+  return base;
 }

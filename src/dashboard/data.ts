@@ -1,6 +1,7 @@
 import type { Errand } from "../client.js";
-import { type Job, type JobRow, type JobStatus, toJob } from "../job.js";
+import { type Job, type JobRow, type JobStatus, toDate, toJob } from "../job.js";
 import { type DashboardQueries, dashboardQueriesFor } from "../sql/dashboard.js";
+import { isJobId } from "../validate.js";
 
 /** One row of a job list. */
 export interface JobSummary {
@@ -49,12 +50,10 @@ interface SummaryRow {
   locked_by: string | null; dedupe_key: string | null; error: string;
 }
 
-const date = (value: Date | string): Date => (value instanceof Date ? value : new Date(value));
-
 function toSummary(row: SummaryRow): JobSummary {
   return {
     id: String(row.id), kind: row.kind, status: row.status, attempts: Number(row.attempts), maxAttempts: Number(row.max_attempts),
-    runAt: date(row.run_at), createdAt: date(row.created_at), finishedAt: row.finished_at === null ? null : date(row.finished_at),
+    runAt: toDate(row.run_at), createdAt: toDate(row.created_at), finishedAt: row.finished_at === null ? null : toDate(row.finished_at),
     lockedBy: row.locked_by, dedupeKey: row.dedupe_key, error: row.error,
   };
 }
@@ -96,7 +95,7 @@ export class DashboardData {
 
   /** Jobs whose id or dedupe key is `term`. */
   async search(term: string): Promise<JobSummary[]> {
-    const id = /^[1-9][0-9]{0,17}$/.test(term) ? term : null;
+    const id = isJobId(term) ? term : null;
     return (await this.#rows<SummaryRow>("findJobs", [id, term])).map(toSummary);
   }
 
@@ -108,13 +107,13 @@ export class DashboardData {
   /** One job and the database's current time, or null. */
   async job(id: string): Promise<{ job: Job; now: Date } | null> {
     const [row] = await this.#rows<JobRow & { db_now: Date | string }>("jobDetail", [id]);
-    return row ? { job: toJob(row), now: date(row.db_now) } : null;
+    return row ? { job: toJob(row), now: toDate(row.db_now) } : null;
   }
 
   /** Dead letters grouped by kind and error. */
   async deadGroups(limit = 100): Promise<DeadGroup[]> {
     const rows = await this.#rows<{ kind: string; error: string; count: number; first_id: string | number; last_died: Date | string | null }>("deadGroups", [limit]);
-    return rows.map((r) => ({ kind: r.kind, error: r.error, count: Number(r.count), firstId: String(r.first_id), lastDied: r.last_died === null ? null : date(r.last_died) }));
+    return rows.map((r) => ({ kind: r.kind, error: r.error, count: Number(r.count), firstId: String(r.first_id), lastDied: r.last_died === null ? null : toDate(r.last_died) }));
   }
 
   /** A page of dead jobs, oldest first, optionally of one kind and one error group. */

@@ -1,4 +1,4 @@
-import type { JobStatus } from "../job.js";
+import { type JobStatus, isInfinite } from "../job.js";
 import { type Child, Html, html } from "./html.js";
 
 /** What every page knows about the request it answers. */
@@ -69,9 +69,10 @@ export function statusBadge(status: JobStatus): Html {
   return html`<span class="status status-${status}">${status}</span>`;
 }
 
-/** A UTC timestamp in a `<time>` element. */
+/** A UTC timestamp in a `<time>` element; PostgreSQL's ±infinity as words. */
 export function time(value: Date | null | undefined): Html {
-  if (!value) return html`<span class="muted">—</span>`;
+  if (!value || Number.isNaN(value.getTime())) return html`<span class="muted">—</span>`;
+  if (isInfinite(value)) return html`<span class="infinite">${value.getTime() < 0 ? "-infinity" : "infinity"}</span>`;
   const iso = value.toISOString();
   return html`<time datetime="${iso}">${iso.replace("T", " ").replace(/\.\d+Z$/, " UTC")}</time>`;
 }

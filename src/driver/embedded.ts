@@ -1,12 +1,10 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
+import { defaultDataDir } from "../defaults.js";
 import { ErrandError } from "../errors.js";
 import type { Driver } from "./types.js";
 import { pgliteDriver } from "./pglite.js";
-
-/** Where the embedded database lives when no folder is given. */
-export const defaultDataDir = ".errand/data";
 
 /**
  * Opens (creating if needed) the embedded PGlite database in `dataDir`.

@@ -1,11 +1,8 @@
 import type { Driver } from "../driver/types.js";
-import { ValidationError } from "../errors.js";
-import { checkKeys } from "../options.js";
+import { defaultPurgeBatchSize, defaultPurgeIntervalMs, defaultRetentionMs } from "../defaults.js";
+import { checkKeys, integerIn, nonNegativeMs } from "../validate.js";
 import { observeQueriesFor } from "../sql/observe.js";
 import { Repeater, type Service } from "./service.js";
-
-/** How long done jobs are kept by default: 7 days (a nightly purge keeps the table to about a week of history). */
-export const defaultRetentionMs = 7 * 86_400_000;
 
 /** Stats buckets are kept this long (the longest stats window is an hour). */
 const outcomeCountsRetentionMs = 2 * 3_600_000;
@@ -43,10 +40,9 @@ export interface PurgeResult {
  */
 export async function purgeJobs(driver: Driver, schema: string, options: PurgeOptions = {}): Promise<PurgeResult> {
   checkKeys(options, "", ["olderThanMs", "deadOlderThanMs", "batchSize", "dryRun"]);
-  const olderThanMs = duration(options.olderThanMs ?? defaultRetentionMs, "olderThanMs");
-  const deadOlderThanMs = options.deadOlderThanMs === undefined ? null : duration(options.deadOlderThanMs, "deadOlderThanMs");
-  const batchSize = options.batchSize ?? 1000;
-  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 100_000) throw new ValidationError("batchSize", "must be an integer from 1 to 100000");
+  const olderThanMs = nonNegativeMs(options.olderThanMs ?? defaultRetentionMs, "olderThanMs");
+  const deadOlderThanMs = options.deadOlderThanMs === undefined ? null : nonNegativeMs(options.deadOlderThanMs, "deadOlderThanMs");
+  const batchSize = integerIn(options.batchSize ?? defaultPurgeBatchSize, "batchSize", 1, 100_000);
   const q = observeQueriesFor(schema);
   if (options.dryRun) {
     const { rows } = await driver.run<{ done: string; dead: string }>(q.countPrunable, [olderThanMs, deadOlderThanMs]);
@@ -103,7 +99,7 @@ export class Purger implements Service<PurgeResult> {
     this.#options = purge;
     const report = onPurge ?? (() => {});
     const fail = onError ?? (() => {});
-    this.#repeater = new Repeater(() => this.runOnce().then(report, fail), duration(intervalMs ?? 3_600_000, "intervalMs"));
+    this.#repeater = new Repeater(() => this.runOnce().then(report, fail), nonNegativeMs(intervalMs ?? defaultPurgeIntervalMs, "intervalMs"));
   }
 
   /** Purges once now. */
@@ -140,8 +136,3 @@ export type PruneOptions = PurgeOptions;
 
 /** @deprecated {@link PurgeResult} under its former name. */
 export type PruneResult = PurgeResult;
-
-function duration(value: unknown, field: string): number {
-  if (typeof value !== "number" || !Number.isFinite(value) || value < 0) throw new ValidationError(field, `must be a number of milliseconds ≥ 0 (got ${JSON.stringify(value)})`);
-  return value;
-}

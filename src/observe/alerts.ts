@@ -1,6 +1,6 @@
 import { ValidationError } from "../errors.js";
 import { Repeater, type Service } from "../maintenance/service.js";
-import { checkKeys } from "../options.js";
+import { checkKeys } from "../validate.js";
 import { humanAge } from "../human-format.js";
 import { type IncidentStore, memoryIncidents } from "./incidents.js";
 import type { KindStats, QueueStats } from "./stats.js";

@@ -2,7 +2,7 @@ import type { Clock } from "../clock.js";
 import { ValidationError } from "../errors.js";
 import type { Driver } from "../driver/types.js";
 import { Repeater, type Service } from "../maintenance/service.js";
-import { positiveMs } from "../options.js";
+import { positiveMs } from "../validate.js";
 import { type ScheduleQueries, scheduleQueriesFor } from "../sql/schedules.js";
 import { toDate } from "./info.js";
 import { type EnqueueFn, type SchedulerEvent, handleDue } from "./due.js";

@@ -1,7 +1,7 @@
 import type { Clock } from "../clock.js";
-import { NotFoundError, ValidationError, closest } from "../errors.js";
+import { NotFoundError, ValidationError } from "../errors.js";
 import type { Driver, Queryable } from "../driver/types.js";
-import { checkKeys } from "../options.js";
+import { checkKeys, closest } from "../validate.js";
 import { type ScheduleQueries, scheduleQueriesFor } from "../sql/schedules.js";
 import { type ScheduleInfo, type ScheduleRow, toDate, toScheduleInfo } from "./info.js";
 import { type ScheduleSpec, checkName, cronFor, resolveSchedule } from "./spec.js";

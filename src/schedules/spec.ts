@@ -1,8 +1,9 @@
 import { Cron } from "croner";
-import { ValidationError, closest } from "../errors.js";
-import { checkKeys, integer, nonNegativeMs } from "../options.js";
-import { defaultMaxPayloadBytes, serialisePayload } from "../payload.js";
-import { type RetryPolicy, checkMaxAttempts, resolveRetryPolicy } from "../retry-policy.js";
+import { ValidationError } from "../errors.js";
+import { checkKeys, checkMaxAttempts, closest, integer, nonNegativeMs } from "../validate.js";
+import { defaultMaxPayloadBytes } from "../defaults.js";
+import { serialisePayload } from "../payload.js";
+import { type RetryPolicy, resolveRetryPolicy } from "../retry-policy.js";
 
 /** While the previous run is still `ready` or `running`: `skip` the slot (default) or `allow` another run. */
 export type OverlapPolicy = "skip" | "allow";

@@ -23,6 +23,8 @@ function build(s: string): ObserveQueries {
      * stats — every figure per kind in one round trip. Each arm reads one partial index
      * (jobs_ready, jobs_leased, jobs_dead) or a small counter table, so the cost grows
      * with the backlog (ready, running, dead), never with the done history.
+     * A run_at of -infinity (possible from plain SQL) counts as ready but has no age:
+     * subtracting it fails on PostgreSQL before 16, and an infinite age is no figure.
      * No params. rows: at (now()), kind (null when there are no jobs), ready, scheduled,
      * oldest_ready_ms, running, expired, dead, done, done_1m, failed_1m, died_1m,
      * done_1h, failed_1h, died_1h (counts as bigint strings)
@@ -37,7 +39,7 @@ function build(s: string): ObserveQueries {
       FROM (SELECT now() AS at) n
       LEFT JOIN (
         SELECT kind, count(*) FILTER (WHERE run_at <= now()) AS ready, count(*) FILTER (WHERE run_at > now()) AS scheduled,
-               min(run_at) FILTER (WHERE run_at <= now()) AS oldest,
+               min(run_at) FILTER (WHERE run_at <= now() AND isfinite(run_at)) AS oldest,
                0 AS running, 0 AS expired, 0 AS dead, 0 AS done,
                0 AS done_1m, 0 AS failed_1m, 0 AS died_1m, 0 AS done_1h, 0 AS failed_1h, 0 AS died_1h
         FROM ${jobs} WHERE status = 'ready' GROUP BY kind

@@ -28,16 +28,18 @@ const jobColumns = `j.id, j.kind, j.payload, j.status, j.priority, j.attempts, j
   j.locked_until, j.locked_by, j.last_error, j.errors, j.retry, j.dedupe_key, j.created_at, j.started_at, j.finished_at`;
 
 /**
- * The columns of one enqueued job, read from an element `e` of the enqueue statements'
- * JSON array: [kind, payload, run_at (ISO text | null = now), delay_ms (| null = 0),
- * max_attempts, priority, dedupe_key | null, retry | null] — written by `#rows` in client.ts.
+ * The enqueue statements' input rows: $1 is a JSON array of jobs, one object per job
+ * keyed by column — see EncodedJobs in src/enqueue.ts, which writes them. The record
+ * definition names and types each field once; absent fields are null (a JSON null
+ * payload too, hence the coalesce). Columns: ord (input order), kind, payload, run_at
+ * (the given time, else now() + delay_ms), max_attempts, priority, dedupe_key, retry.
  */
-function jobFields(e: string): string {
-  return `${e} ->> 0 AS kind, ${e} -> 1 AS payload,
-               coalesce((${e} ->> 2)::timestamptz, now() + coalesce((${e} ->> 3)::float8, 0) * interval '1 millisecond') AS run_at,
-               (${e} ->> 4)::int AS max_attempts, (${e} ->> 5)::int AS priority,
-               ${e} ->> 6 AS dedupe_key, nullif(${e} -> 7, 'null') AS retry`;
-}
+const jobInput = `(SELECT t.ord, t.kind, coalesce(t.payload, 'null') AS payload,
+               coalesce(t.run_at, now() + coalesce(t.delay_ms, 0) * interval '1 millisecond') AS run_at,
+               t.max_attempts, t.priority, t.dedupe_key, t.retry
+        FROM ROWS FROM (jsonb_to_recordset($1::jsonb) AS (kind text, payload jsonb, run_at timestamptz, delay_ms float8,
+                                                         max_attempts int, priority int, dedupe_key text, retry jsonb))
+             WITH ORDINALITY AS t(kind, payload, run_at, delay_ms, max_attempts, priority, dedupe_key, retry, ord))`;
 
 /**
  * The attempt a held row is on. A claim charges an attempt only to the rows whose handlers
@@ -79,14 +81,14 @@ function build(s: string, channel: string): Queries {
      * in by a plain INSERT: ON CONFLICT makes every row a speculative insertion, ~10 %
      * of a bulk enqueue. The jobs arrive as one JSON array (one value to send and to
      * parse; payloads stay jsonb, not re-parsed from text):
-     * $1 a JSON array of jobs (see jobFields)
+     * $1 a JSON array of jobs (see jobInput)
      * one row: ids (in input order; null where a duplicate's job was not visible), duplicates
      * (one row of two arrays: 1,000 rows cost the client more to read than the insert)
      */
     enqueue: statement(`
       WITH input AS (
-        SELECT nextval((SELECT pg_get_serial_sequence('${jobs}', 'id')::regclass)) AS id, t.ord, ${jobFields("t.e")}
-        FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS t(e, ord)
+        SELECT nextval((SELECT pg_get_serial_sequence('${jobs}', 'id')::regclass)) AS id, j.*
+        FROM ${jobInput} AS j
       ), plain AS (
         INSERT INTO ${jobs} (id, kind, payload, run_at, max_attempts, priority, retry)
         SELECT id, kind, payload, run_at, max_attempts, priority, retry
@@ -107,16 +109,16 @@ function build(s: string, channel: string): Queries {
 
     /*
      * enqueuePlain — enqueue for a batch with no dedupe key (the common case): nothing can
-     * conflict, so no ordinals, no drawn ids, no second pass. The identity assigns ids as
-     * rows arrive from the single function scan, i.e. in input order, so the ids sorted
-     * are the jobs in input order even when other sessions draw ids in between.
+     * conflict, so no drawn ids, no second pass. The identity assigns ids as rows arrive
+     * from the single function scan, i.e. in input order, so the ids sorted are the jobs
+     * in input order even when other sessions draw ids in between.
      * $1 as enqueue's (dedupe_key always null); one row: ids
      */
     enqueuePlain: statement(`
       WITH inserted AS (
         INSERT INTO ${jobs} (kind, payload, run_at, max_attempts, priority, retry)
         SELECT kind, payload, run_at, max_attempts, priority, retry
-        FROM (SELECT ${jobFields("e")} FROM jsonb_array_elements($1::jsonb) AS e) AS input
+        FROM ${jobInput} AS input
         RETURNING id
       )
       SELECT array_agg(id ORDER BY id) AS ids FROM inserted`),

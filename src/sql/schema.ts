@@ -2,13 +2,22 @@ import { createHash } from "node:crypto";
 import { ValidationError } from "../errors.js";
 import type { Statement } from "../driver/types.js";
 
-/** errand's default schema. */
-export const defaultSchema = "errand";
+/** PostgreSQL's limit on a name (NAMEDATALEN − 1 bytes): longer ones are cut or refused. */
+const maxNameBytes = 63;
 
-/** Checks a schema name: a plain lower-case identifier, so it is safe in SQL text. */
+/**
+ * Checks a schema name: a plain lower-case identifier, so it is safe in SQL text, short
+ * enough that every name derived from it (the notification channel) fits PostgreSQL's
+ * 63-byte limit. Checked before anything is written, so a name that would migrate but
+ * then fail every enqueue is refused up front.
+ */
 export function checkSchemaName(schema: unknown): string {
-  if (typeof schema !== "string" || !/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) {
+  if (typeof schema !== "string" || !/^[a-z_][a-z0-9_]*$/.test(schema)) {
     throw new ValidationError("schema", `must be a lower-case SQL identifier (letters, digits, _), got ${JSON.stringify(schema)}`);
+  }
+  const longest = maxNameBytes - channelFor("").length;
+  if (schema.length > longest) {
+    throw new ValidationError("schema", `must be at most ${longest} characters, so the notification channel '${channelFor("…")}' fits PostgreSQL's ${maxNameBytes}-byte limit on names (got ${schema.length})`);
   }
   return schema;
 }
@@ -18,7 +27,7 @@ export function qualified(schema: string): string {
   return `"${checkSchemaName(schema)}"`;
 }
 
-/** The LISTEN/NOTIFY channel for a schema. */
+/** The LISTEN/NOTIFY channel for a schema (see checkSchemaName for its length). */
 export function channelFor(schema: string): string {
   return `errand_jobs_${schema}`;
 }

@@ -1,5 +1,5 @@
 import type { Errand } from "../client.js";
-import { nonNegativeMs } from "../options.js";
+import { nonNegativeMs } from "../validate.js";
 import { testingQueriesFor } from "../sql/testing.js";
 
 /**

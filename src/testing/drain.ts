@@ -1,6 +1,6 @@
 import type { Errand } from "../client.js";
 import { ErrandError, ValidationError } from "../errors.js";
-import { checkKeys } from "../options.js";
+import { checkKeys } from "../validate.js";
 import type { Json } from "../payload.js";
 import type { Handlers } from "../worker/handlers.js";
 import type { WorkerEvent } from "../worker/worker.js";

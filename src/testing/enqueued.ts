@@ -1,7 +1,7 @@
 import type { Errand } from "../client.js";
 import { ValidationError } from "../errors.js";
 import { type Job, type JobRow, type JobStatus, toJob } from "../job.js";
-import { checkKeys } from "../options.js";
+import { checkKeys } from "../validate.js";
 import { type Json, serialisePayload } from "../payload.js";
 import { testingQueriesFor } from "../sql/testing.js";
 

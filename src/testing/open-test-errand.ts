@@ -7,8 +7,8 @@ import { pgDriver } from "../driver/pg.js";
 import { pgliteDriver } from "../driver/pglite.js";
 import type { Driver } from "../driver/types.js";
 import { migrate } from "../migrations/migrate.js";
-import { checkKeys } from "../options.js";
-import { defaultSchema } from "../sql/schema.js";
+import { defaultSchema } from "../defaults.js";
+import { checkKeys } from "../validate.js";
 import { testingQueriesFor } from "../sql/testing.js";
 
 /** Options for {@link openTestErrand}. */

@@ -1,8 +1,9 @@
-import type { Job } from "../../job.js";
+import { type Job, isInfinite } from "../../job.js";
 import { type Html, html } from "../html.js";
 import { type PageContext, csrfField, duration, href, page, statusBadge, time } from "../layout.js";
 
-const seconds = (from: Date | null, to: Date | null) => (from && to ? (to.getTime() - from.getTime()) / 1000 : null);
+/** Seconds from one time to another; none when either is missing or infinite. */
+const seconds = (from: Date | null, to: Date | null) => (from && to && !isInfinite(from) && !isInfinite(to) ? (to.getTime() - from.getTime()) / 1000 : null);
 
 /** One job: facts, timings, lease, payload (pretty JSON, as text) and every attempt's error. */
 export function jobPage(ctx: PageContext, job: Job, now: Date, notice: Html | string = ""): Html {
@@ -25,7 +26,7 @@ ${actions}
 <dt>Priority</dt><dd>${job.priority}</dd>
 <dt>Dedupe key</dt><dd>${job.dedupeKey ?? html`<span class="muted">none</span>`}</dd>
 <dt>Created</dt><dd>${time(job.createdAt)}</dd>
-<dt>Run at</dt><dd>${time(job.runAt)}${job.status === "ready" ? html` <span class="muted">(${job.runAt > now ? `in ${duration(seconds(now, job.runAt))}` : `due ${duration(seconds(job.runAt, now))} ago`})</span>` : ""}</dd>
+<dt>Run at</dt><dd>${time(job.runAt)}${job.status === "ready" && !isInfinite(job.runAt) ? html` <span class="muted">(${job.runAt > now ? `in ${duration(seconds(now, job.runAt))}` : `due ${duration(seconds(job.runAt, now))} ago`})</span>` : ""}</dd>
 <dt>Last started</dt><dd>${time(job.startedAt)}</dd>
 <dt>Finished</dt><dd>${time(job.finishedAt)}</dd>
 <dt>Waited</dt><dd>${duration(seconds(job.createdAt, job.startedAt))} <span class="muted">(created → last start)</span></dd>

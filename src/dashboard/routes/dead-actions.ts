@@ -1,5 +1,7 @@
 import type { Context, Hono } from "hono";
 import { ValidationError } from "../../errors.js";
+import { maxKindLength } from "../../enqueue.js";
+import { checkId, checkText } from "../../validate.js";
 import type { DashboardDeps, DashboardEnv } from "../context.js";
 import { href } from "../layout.js";
 import { type DeadAction, type DeadTarget, confirmPage } from "../pages/dead.js";
@@ -46,7 +48,6 @@ function readTarget(body: Record<string, unknown>): DeadTarget {
   if (ids.length > 0 && kind !== null) throw new ValidationError("id", "give job ids or a kind, not both");
   if (ids.length === 0 && kind === null) throw new ValidationError("id", "select at least one dead job (or choose a kind)");
   if (ids.length > maxIds) throw new ValidationError("id", `at most ${maxIds} jobs at once; use "all of a kind" for more`);
-  for (const id of ids) if (!/^[1-9][0-9]{0,18}$/.test(id)) throw new ValidationError("id", `must be job ids (positive integers), got ${JSON.stringify(id)}`);
-  if (kind !== null && kind.length > 200) throw new ValidationError("kind", "must be at most 200 characters");
-  return kind !== null ? { kind } : { ids: [...new Set(ids)] };
+  if (kind !== null) return { kind: checkText(kind, "kind", { maxLength: maxKindLength }) };
+  return { ids: [...new Set(ids.map((id) => checkId(id, "id")))] };
 }

@@ -1,6 +1,7 @@
 import type { Hono } from "hono";
 import { ValidationError } from "../../errors.js";
 import type { JobStatus } from "../../job.js";
+import { checkId, isJobId, textProblem } from "../../validate.js";
 import type { DashboardDeps, DashboardEnv } from "../context.js";
 import { messagePage, notice } from "../layout.js";
 import { actionNotice, deadPage } from "../pages/dead.js";
@@ -11,14 +12,15 @@ import { overviewPage } from "../pages/overview.js";
 /** A job id from the query string, or null; anything else is a 400 naming the field. */
 export function idParam(value: string | undefined, field: string): string | null {
   if (value === undefined || value === "") return null;
-  if (!/^[1-9][0-9]{0,18}$/.test(value)) throw new ValidationError(field, `must be a job id (a positive integer), got ${JSON.stringify(value)}`);
-  return value;
+  return checkId(value, field);
 }
 
-/** A free-text filter, or null; bounded in length. */
+/** A free-text filter, or null; bounded in length, and refused when PostgreSQL could not compare it (a `\u0000`). */
 export function textParam(value: string | undefined, field: string, max = 300): string | null {
   if (value === undefined || value === "") return null;
   if (value.length > max) throw new ValidationError(field, `must be at most ${max} characters`);
+  const problem = textProblem(value);
+  if (problem) throw new ValidationError(field, problem);
   return value;
 }
 
@@ -61,8 +63,8 @@ export function registerPages(app: Hono<DashboardEnv>, deps: DashboardDeps): voi
 
   app.get("/dead", async (c) => {
     const kind = textParam(c.req.query("kind"), "kind", 200);
-    const errorParam = c.req.query("error");
-    const error = errorParam === undefined ? null : errorParam.slice(0, 300);
+    // Cut rather than refused when long: the groups' error summaries are cut at 300 too.
+    const error = textParam(c.req.query("error")?.slice(0, 300), "error");
     const after = idParam(c.req.query("after"), "after");
     const [groups, list] = await Promise.all([data.deadGroups(), data.dead({ kind, error, after, limit: options.pageSize })]);
     return deps.send(c, deadPage(c.get("page"), groups, { kind, error }, list, doneNotice(c.req.query())));
@@ -75,6 +77,6 @@ function doneNotice(query: Record<string, string>) {
   if (action !== "retry" && action !== "discard") return "";
   const n = Number(query.n);
   if (!Number.isInteger(n) || n < 0) return "";
-  const ids = (query.ids ?? "").split(",").filter((id) => /^[1-9][0-9]{0,18}$/.test(id));
+  const ids = (query.ids ?? "").split(",").filter(isJobId);
   return actionNotice(action, n, ids, query.kind || null);
 }

@@ -1,0 +1,66 @@
+/**
+ * Every default errand uses, exported once: the library fills options in from here and
+ * the CLI prints its help from here, so the two cannot disagree.
+ */
+
+export { defaultMaxAttempts, defaultRetryPolicy } from "./retry-policy.js";
+
+/** Schema holding errand's tables. */
+export const defaultSchema = "errand";
+
+/** The embedded database's folder. */
+export const defaultDataDir = ".errand/data";
+
+/** Connections in the pool errand creates from a `connectionString`. */
+export const defaultPoolSize = 10;
+
+/** Largest payload accepted: 256 KiB of JSON text. */
+export const defaultMaxPayloadBytes = 256 * 1024;
+
+/** Priority of a job whose kind sets none (higher runs first). */
+export const defaultPriority = 0;
+
+/** Lease (visibility timeout) of a kind without its own: 5 minutes. */
+export const defaultLeaseMs = 5 * 60_000;
+
+/** Handlers a worker runs at once. */
+export const defaultConcurrency = 10;
+
+/** A worker's fallback poll when no notification arrives. */
+export const defaultPollIntervalMs = 1_000;
+
+/** How long a stopping worker lets running handlers finish: under Kubernetes' 30 s grace. */
+export const defaultShutdownTimeoutMs = 25_000;
+
+/** How often a worker rescues expired leases. */
+export const defaultRescueIntervalMs = 30_000;
+
+/** How long an outcome may wait to join a batch write. */
+export const defaultFlushDelayMs = 2;
+
+/** How long done jobs are kept: 7 days. */
+export const defaultRetentionMs = 7 * 86_400_000;
+
+/** Rows per DELETE when pruning: each batch is its own short transaction. */
+export const defaultPurgeBatchSize = 1000;
+
+/** How often a worker process prunes. */
+export const defaultPurgeIntervalMs = 3_600_000;
+
+/** Dead jobs listed at once by `dead.list` and `errand dead list`. */
+export const defaultDeadListLimit = 100;
+
+/** Seconds between refreshes of `errand stats --watch`. */
+export const defaultWatchMs = 2_000;
+
+/** The dashboard's port. */
+export const defaultDashboardPort = 4000;
+
+/** The dashboard's bind address: loopback, as nothing else is safe without authentication. */
+export const defaultDashboardHost = "127.0.0.1";
+
+/** Seconds between the dashboard overview's refreshes in the browser. */
+export const defaultRefreshSeconds = 5;
+
+/** Rows per page in the dashboard's job lists. */
+export const defaultPageSize = 50;

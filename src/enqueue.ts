@@ -1,0 +1,151 @@
+/**
+ * Enqueue, in one place: a job spec is validated (the error names the field), encoded as
+ * one JSON object with named fields, and inserted with the rest of its batch in one
+ * statement (`enqueue` / `enqueuePlain` in src/sql/queries.ts read the same names).
+ */
+import { defaultMaxAttempts, defaultPriority, defaultRetryPolicy } from "./defaults.js";
+import type { Driver, Queryable, Statement } from "./driver/types.js";
+import { ErrandError, ValidationError } from "./errors.js";
+import type { ResolvedKind } from "./options.js";
+import { serialisePayload } from "./payload.js";
+import { type RetryPolicy, resolveRetryPolicy } from "./retry-policy.js";
+import { queriesFor } from "./sql/queries.js";
+import { checkDate, checkKeys, checkMaxAttempts, checkText, integer, nonNegativeMs } from "./validate.js";
+
+/** Options for one job at enqueue time. */
+export interface EnqueueOptions {
+  /** Run no earlier than this time (a Date, or an ISO 8601 string; impossible dates are refused). */
+  readonly runAt?: Date | string;
+  /** Run no earlier than this many milliseconds from now (the database's clock). */
+  readonly delay?: number;
+  /** Attempts before the job is dead. Default: the kind's, else 8. */
+  readonly maxAttempts?: number;
+  /** Higher runs first. Default: the kind's, else 0. */
+  readonly priority?: number;
+  /** A second enqueue with the same key is a no-op that returns the first job's id. At most 1,000 bytes. */
+  readonly dedupeKey?: string;
+  /** Backoff for this job only. */
+  readonly retry?: Partial<RetryPolicy>;
+  /** Your connection or open transaction: the job commits or rolls back with it. */
+  readonly db?: Queryable;
+}
+
+/** One job for {@link Errand.enqueueMany}. */
+export interface JobSpec extends Omit<EnqueueOptions, "db"> {
+  readonly kind: string;
+  readonly payload: unknown;
+}
+
+/** What an enqueue returns. */
+export interface EnqueueResult {
+  /** The job's id (the existing job's when this was a duplicate). */
+  readonly id: string;
+  /** True when a job with the same dedupe key already existed and nothing was inserted. */
+  readonly duplicate: boolean;
+}
+
+/** Longest kind name, in characters. */
+export const maxKindLength = 200;
+
+/**
+ * Longest dedupe key, in bytes of UTF-8: its unique index holds keys of up to about
+ * 2,700 bytes, and a longer key would fail there with a btree error.
+ */
+const maxDedupeKeyBytes = 1000;
+
+/** Longest delay: 100 years, so the run time stays within what PostgreSQL and JavaScript can hold. */
+const longestDelayMs = 100 * 365.25 * 86_400_000;
+
+function checkDelay(value: unknown, field: string): number {
+  const ms = nonNegativeMs(value, field);
+  if (ms > longestDelayMs) throw new ValidationError(field, `must be at most ${longestDelayMs} ms (100 years); give runAt for a fixed time`);
+  return ms;
+}
+
+/** What enqueue needs of the client it belongs to. */
+export interface EnqueueTarget {
+  readonly driver: Driver;
+  readonly schema: string;
+  readonly kinds: ReadonlyMap<string, ResolvedKind>;
+  readonly maxPayloadBytes: number;
+}
+
+const specKeys = ["kind", "payload", "runAt", "delay", "maxAttempts", "priority", "dedupeKey", "retry"];
+
+/**
+ * Enqueues `specs` in one statement (one round trip), on `db` when given (the caller's
+ * transaction), else on the client's driver. Results are in input order. Nothing is
+ * written unless every spec is valid.
+ */
+export async function enqueueJobs(target: EnqueueTarget, specs: readonly JobSpec[], options: { readonly db?: Queryable | undefined; readonly single?: boolean }): Promise<EnqueueResult[]> {
+  if (!Array.isArray(specs)) throw new ValidationError("jobs", "must be an array");
+  if (specs.length === 0) return [];
+  const { json, dedupeKeys } = encodeJobs(specs, target.kinds, target.maxPayloadBytes, options.single === true);
+  const queries = queriesFor(target.schema);
+  const on = options.db;
+  const run = <Row>(statement: Statement, params: readonly unknown[]) => (on ? on.query<Row>(statement.text, params) : target.driver.run<Row>(statement, params));
+  if (dedupeKeys.every((key) => key === null)) {
+    const { rows } = await run<{ ids: (string | number)[] }>(queries.enqueuePlain, [json]);
+    return rows[0]!.ids.map((id) => ({ id: String(id), duplicate: false }));
+  }
+  const { rows } = await run<{ ids: (string | number | null)[]; duplicates: boolean[] }>(queries.enqueue, [json]);
+  const { ids, duplicates } = rows[0]!;
+  const results = ids.map((id, i) => ({ id: id === null ? null : String(id), duplicate: duplicates[i]! }));
+  const missing = results.flatMap((result, i) => (result.id === null ? [dedupeKeys[i]!] : []));
+  if (missing.length > 0) {
+    // The conflicting job committed after this statement's snapshot: look again.
+    const found = await run<{ id: string; dedupe_key: string }>(queries.findByDedupeKeys, [missing]);
+    const byKey = new Map(found.rows.map((row) => [row.dedupe_key, String(row.id)]));
+    results.forEach((result, i) => {
+      if (result.id === null) result.id = byKey.get(dedupeKeys[i]!) ?? null;
+    });
+  }
+  return results.map((result, i) => {
+    if (result.id === null) throw new ErrandError("dedupe_race", `job with dedupe key '${dedupeKeys[i]}' was neither inserted nor found (deleted concurrently?)`);
+    return { id: result.id, duplicate: result.duplicate };
+  });
+}
+
+/** A batch of validated jobs as the enqueue statements' parameter. */
+export interface EncodedJobs {
+  /**
+   * A JSON array with one object per job, keyed by column: `kind`, `payload`, `run_at`
+   * (ISO text; absent = now), `delay_ms` (absent = 0), `max_attempts`, `priority`,
+   * `dedupe_key` and `retry` (absent = none). `jobFields` in src/sql/queries.ts reads them.
+   */
+  readonly json: string;
+  /** Each job's dedupe key, or null, in input order. */
+  readonly dedupeKeys: (string | null)[];
+}
+
+/**
+ * Validates the specs and encodes them. An error names the field, after `jobs[i].`
+ * unless `single` (one job from `enqueue`, whose fields are its arguments). Payloads are serialised once, here, and spliced in as text; the JSON
+ * is written out rather than built as objects and stringified, which would serialise
+ * every payload a second time.
+ */
+export function encodeJobs(specs: readonly JobSpec[], kinds: ReadonlyMap<string, ResolvedKind>, maxPayloadBytes: number, single = false): EncodedJobs {
+  const entries: string[] = [];
+  const dedupeKeys: (string | null)[] = [];
+  const kindsJson = new Map<string, string>();
+  specs.forEach((spec, i) => {
+    const field = single ? "" : `jobs[${i}].`;
+    checkKeys(spec, single ? "options" : `jobs[${i}]`, specKeys);
+    let kindJson = kindsJson.get(spec.kind);
+    if (kindJson === undefined) kindsJson.set(spec.kind, (kindJson = JSON.stringify(checkText(spec.kind, `${field}kind`, { maxLength: maxKindLength }))));
+    const kind = kinds.get(spec.kind);
+    const payload = serialisePayload(spec.payload === undefined ? {} : spec.payload, maxPayloadBytes, `${field}payload`);
+    if (spec.runAt !== undefined && spec.delay !== undefined) throw new ValidationError(`${field}runAt`, "give runAt or delay, not both");
+    const maxAttempts = spec.maxAttempts === undefined ? (kind?.maxAttempts ?? defaultMaxAttempts) : checkMaxAttempts(spec.maxAttempts, `${field}maxAttempts`);
+    const priority = spec.priority === undefined ? (kind?.priority ?? defaultPriority) : integer(spec.priority, `${field}priority`);
+    let entry = `{"kind":${kindJson},"payload":${payload},"max_attempts":${maxAttempts},"priority":${priority}`;
+    if (spec.runAt !== undefined) entry += `,"run_at":"${checkDate(spec.runAt, `${field}runAt`)}"`;
+    if (spec.delay !== undefined) entry += `,"delay_ms":${checkDelay(spec.delay, `${field}delay`)}`;
+    const dedupeKey = spec.dedupeKey === undefined ? null : checkText(spec.dedupeKey, `${field}dedupeKey`, { maxBytes: maxDedupeKeyBytes });
+    if (dedupeKey !== null) entry += `,"dedupe_key":${JSON.stringify(dedupeKey)}`;
+    if (spec.retry !== undefined) entry += `,"retry":${JSON.stringify(resolveRetryPolicy(spec.retry, `${field}retry`, kind?.retry ?? defaultRetryPolicy))}`;
+    dedupeKeys.push(dedupeKey);
+    entries.push(`${entry}}`);
+  });
+  return { json: `[${entries.join(",")}]`, dedupeKeys };
+}
