@@ -103,6 +103,8 @@ export class Worker {
   #unlisten: (() => Promise<void>) | undefined;
   #timers: NodeJS.Timeout[] = [];
   #queueMayHaveJobs = true;
+  /** Notifications (and rescues) seen so far: one during an empty claim keeps the queue worth a look. */
+  #nudges = 0;
   #claimFailures = 0;
 
   constructor(driver: Driver, schema: string, kinds: ReadonlyMap<string, ResolvedKind>, options: WorkerOptions) {
@@ -241,6 +243,7 @@ export class Worker {
           // slot means an empty buffer (dispatch fills slots first), and no job enters the
           // buffer while this claim is out, so these slots are still free when it returns.
           const startNow = Math.max(0, Math.min(free, this.#concurrency - this.#running.size - this.#buffer.length));
+          const nudges = this.#nudges;
           const jobs = await this.#claim(free, startNow);
           this.#claimFailures = 0;
           const since = this.#clock.now();
@@ -249,8 +252,10 @@ export class Worker {
           this.#dispatch();
           // A short batch is not an empty queue: SKIP LOCKED passes over rows other
           // workers are claiming. Only an empty claim means wait for a notification.
+          // A notification that arrived while this claim was out may be for a job its
+          // snapshot could not see: only a claim that began after it can say the queue is empty.
           if (jobs.length > 0) continue;
-          this.#queueMayHaveJobs = false;
+          if (this.#nudges === nudges) this.#queueMayHaveJobs = false;
         } catch (error) {
           this.#emit({ type: "error", during: "claim", error });
           const delay = Math.min(10_000, 100 * 2 ** this.#claimFailures++);
@@ -287,6 +292,7 @@ export class Worker {
 
   /** A notification (or rescue) says jobs may be ready. */
   #nudge(): void {
+    this.#nudges++;
     this.#queueMayHaveJobs = true;
     this.#wake.wake();
   }
