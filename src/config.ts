@@ -65,10 +65,10 @@ export function defineConfig<C extends ErrandConfig>(config: C): C & Required<Er
     if (settings.handler !== undefined && typeof settings.handler !== "function") throw new ValidationError(`kinds.${kind}.handler`, "must be a function (payload, ctx) => …");
   }
   const resolvedKinds = resolveKinds(kindsOf(config));
-  const schedules = config.schedules ?? [];
+  const schedules: readonly ScheduleSpec[] = config.schedules ?? [];
   if (!Array.isArray(schedules)) throw new ValidationError("schedules", "must be an array of schedules");
   const names = new Set<string>();
-  schedules.forEach((spec, i) => {
+  schedules.forEach((spec: ScheduleSpec, i) => {
     const { name } = resolveSchedule(spec, `schedules[${i}]`);
     if (names.has(name)) throw new ValidationError(`schedules[${i}].name`, `'${name}' is declared twice`);
     names.add(name);
@@ -81,7 +81,7 @@ export function defineConfig<C extends ErrandConfig>(config: C): C & Required<Er
   } catch (error) {
     throw error instanceof ValidationError ? new ValidationError(`worker.${error.field}`, error.message.slice(error.field.length + 2)) : error;
   }
-  return { ...config, kinds, schedules, worker } as C & Required<ErrandConfig>;
+  return { ...config, kinds, schedules, worker };
 }
 
 function isObject(value: unknown): value is object {
