@@ -33,6 +33,7 @@ export function withDatabase(command: Command, { embeddedByDefault = true } = {}
  * empty database of its own and look healthy. An empty `DATABASE_URL` counts as unset.
  */
 export function requireDatabase(flags: DatabaseFlags, command: string): void {
+  if (flags.databaseUrl && flags.dataDir) throw new InvalidArgumentError("give --database-url (or DATABASE_URL) or --data-dir, not both");
   if (flags.databaseUrl || flags.dataDir) return;
   throw new InvalidArgumentError(
     `${command} needs a database: set DATABASE_URL or give --database-url URL for PostgreSQL, or --data-dir DIR to use the embedded database ` +
