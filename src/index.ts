@@ -9,6 +9,7 @@ export { Errand, type ErrandOptions, type EnqueueOptions, type EnqueueResult, ty
 export { ErrandError, type ErrandErrorCode, ValidationError, NotFoundError, PermanentError, UnknownKindError, permanent } from "./errors.js";
 export type { Job, JobStatus, JobError } from "./job.js";
 export type { KindOptions } from "./options.js";
+export { defineConfig, kindsOf, handlersOf, type ErrandConfig, type KindConfig, type WorkerConfig } from "./config.js";
 export { snooze, type Snooze } from "./outcomes.js";
 export type { Json } from "./payload.js";
 export { type RetryPolicy, defaultRetryPolicy, defaultMaxAttempts, retryDelay } from "./retry-policy.js";

@@ -61,7 +61,7 @@ describe("errand CLI", () => {
       [["enqueue", "k", '{"s": "\\u0000"}'], /payload\.s: contains a \\u0000/],
       [["enqueue", "k"], /missing required argument 'json'/],
       [["enqueue", "k", "{}", "--dedupe"], /unknown option '--dedupe'/],
-      [["worker"], /required option '--handlers <path>' not specified/],
+      [["worker"], /no jobs to run: give --config FILE .* or --handlers FILE/],
       [["worker", "--handlers", "./nope.js"], /--handlers: cannot load \.\/nope\.js/],
       [["worker", "--handlers", "x.js", "--concurrency", "0"], /--concurrency <n>.*'0' is invalid/],
       [["dead", "retry"], /give job ids, --kind KIND or --all/],

@@ -1,3 +1,4 @@
+import { resolve } from "node:path";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { Errand, type ErrandOptions } from "../client.js";
 import { defaultDataDir, defaultSchema } from "../defaults.js";
@@ -11,12 +12,51 @@ export interface DatabaseFlags {
   readonly schema?: string;
 }
 
-/** Adds `--database-url`, `--data-dir` and `--schema` to a command. */
-export function withDatabase(command: Command): Command {
+/**
+ * Adds `--database-url`, `--data-dir` and `--schema` to a command. With `embeddedByDefault`
+ * false (see {@link requireDatabase}) the help says the database must be named.
+ */
+export function withDatabase(command: Command, { embeddedByDefault = true } = {}): Command {
   return command
-    .addOption(new Option("--database-url <url>", "PostgreSQL URL (default $DATABASE_URL, else the embedded database)").env("DATABASE_URL"))
-    .option("--data-dir <dir>", `folder of the embedded database (default ${defaultDataDir})`)
+    .addOption(
+      new Option("--database-url <url>", embeddedByDefault ? "PostgreSQL URL (default $DATABASE_URL, else the embedded database)" : "PostgreSQL URL (default $DATABASE_URL; this, $DATABASE_URL or --data-dir is required)").env(
+        "DATABASE_URL",
+      ),
+    )
+    .option("--data-dir <dir>", embeddedByDefault ? `folder of the embedded database (default ${defaultDataDir})` : `use the embedded database in this folder, e.g. ${defaultDataDir}`)
     .option("--schema <name>", `schema holding errand's tables (default ${defaultSchema})`);
+}
+
+/**
+ * Refuses to fall back to the embedded database, for commands that run apart from the
+ * application: a worker started without its `DATABASE_URL` would otherwise sit idle on an
+ * empty database of its own and look healthy. An empty `DATABASE_URL` counts as unset.
+ */
+export function requireDatabase(flags: DatabaseFlags, command: string): void {
+  if (flags.databaseUrl && flags.dataDir) throw new InvalidArgumentError("give --database-url (or DATABASE_URL) or --data-dir, not both");
+  if (flags.databaseUrl || flags.dataDir) return;
+  throw new InvalidArgumentError(
+    `${command} needs a database: set DATABASE_URL or give --database-url URL for PostgreSQL, or --data-dir DIR to use the embedded database ` +
+      `(it serves one process at a time: run apart from the application, this command sees only the jobs enqueued before it started)`,
+  );
+}
+
+/**
+ * The database the flags point at, for a command's first line: a URL as
+ * `postgres://host:port/db` (no user, password or parameters), or
+ * `embedded (PGlite) at /absolute/folder`.
+ */
+export function databaseLabel(flags: DatabaseFlags): string {
+  if (!flags.databaseUrl) return `embedded (PGlite) at ${resolve(flags.dataDir ?? defaultDataDir)}`;
+  let url: URL;
+  try {
+    url = new URL(flags.databaseUrl);
+  } catch {
+    // Unparsable here; the connection fails with its own message. Show no part that may be a secret.
+    return flags.databaseUrl.replace(/^(.*\/\/)?[^/]*@/, "$1").replace(/[?#].*$/, "");
+  }
+  const host = url.hostname || url.searchParams.get("host") || "localhost";
+  return `${url.protocol}//${host}:${url.port || "5432"}${url.pathname || "/"}`;
 }
 
 /** Every client the command opened, for {@link closeOpened}. */

@@ -1,8 +1,8 @@
 import { isIP } from "node:net";
 import { type Command, InvalidArgumentError } from "commander";
-import { defaultDashboardHost, defaultDashboardPort } from "../defaults.js";
+import { defaultDashboardHost, defaultDashboardPort, defaultSchema } from "../defaults.js";
 import { authFromEnv, checkTrustedOrigins } from "../dashboard/security.js";
-import { type DatabaseFlags, intArg, openFromFlags, withDatabase } from "./common.js";
+import { type DatabaseFlags, databaseLabel, intArg, openFromFlags, withDatabase } from "./common.js";
 
 interface DashboardFlags extends DatabaseFlags {
   readonly port: number;
@@ -43,6 +43,7 @@ export function register(program: Command): void {
     // Bad flags fail here, before connecting.
     checkTrustedOrigins(options.trustedOrigins, "--trusted-origin");
     resolveDashboardOptions(options);
+    console.log(`errand dashboard: database ${databaseLabel(flags)}, schema ${flags.schema ?? defaultSchema}`);
     const errand = await openFromFlags(flags);
     const app = createDashboard(errand, options);
     const server = serve({ fetch: app.fetch, port: flags.port, hostname: flags.host }, (info) => {

@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { systemClock } from "../clock.js";
 import { PermanentError } from "../errors.js";
 import type { WorkerEvent } from "../worker/worker.js";
-import { type DatabaseFlags, openFromFlags, withDatabase } from "./common.js";
+import { type DatabaseFlags, databaseLabel, openFromFlags, withDatabase } from "./common.js";
 
 /** 30 s of the default backoff plays as 150 ms here. */
 const scale = 200;
@@ -20,8 +20,7 @@ async function runDemo(flags: DatabaseFlags): Promise<void> {
   const start = systemClock.now();
   const at = () => `+${((systemClock.now() - start) / 1000).toFixed(3)}s`.padEnd(9);
   const say = (line: string) => console.log(`  ${at()} ${line}`);
-  const where = flags.databaseUrl ? "PostgreSQL" : `the embedded database (${flags.dataDir ?? ".errand/data"})`;
-  console.log(`errand demo: a sign-up story on ${where}, schema ${schema}`);
+  console.log(`errand demo: a sign-up story on ${databaseLabel(flags)}, schema ${schema}`);
   console.log(`Backoff is the default (30 s doubling, ×0.5–1.0 jitter) scaled 1:${scale}, so minutes of retries play out in seconds.\n`);
 
   if (!flags.databaseUrl) say("opening the embedded database (the first run creates it: a few seconds)");

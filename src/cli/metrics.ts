@@ -4,7 +4,8 @@ import { Alerter, type Notifier } from "../observe/alerts.js";
 import { parseDuration } from "../human-format.js";
 import { startMetricsServer } from "../observe/metrics-server.js";
 import { telegramNotifier, webhookNotifier } from "../observe/notifiers.js";
-import { type DatabaseFlags, intArg, logLine, openFromFlags, withDatabase } from "./common.js";
+import { defaultSchema } from "../defaults.js";
+import { type DatabaseFlags, databaseLabel, intArg, logLine, openFromFlags, withDatabase } from "./common.js";
 
 interface MetricsFlags extends DatabaseFlags {
   readonly port: number;
@@ -33,6 +34,7 @@ export function register(program: Command): void {
       .option("--no-dead-alert", "do not alert on dead jobs"),
   ).action(async (flags: MetricsFlags) => {
     const notifiers = buildNotifiers(flags);
+    logLine({ level: "info", event: "starting", database: databaseLabel(flags), schema: flags.schema ?? defaultSchema });
     const errand = await openFromFlags(flags);
     const server = await startMetricsServer({ port: flags.port, ...(flags.host ? { host: flags.host } : {}), stats: () => errand.stats() });
     logLine({ level: "info", event: "metrics_listening", port: server.port, path: "/metrics" });

@@ -1,17 +1,18 @@
-import { resolve } from "node:path";
-import { pathToFileURL } from "node:url";
-import { type Command, InvalidArgumentError } from "commander";
+import type { Command } from "commander";
+import { kindsOf } from "../config.js";
 import * as defaults from "../defaults.js";
-import type { Handlers } from "../worker/handlers.js";
+import { resolveKinds } from "../options.js";
 import type { WorkerEvent, WorkerOptions } from "../worker/worker.js";
 import { resolveWorkerOptions } from "../worker/worker-options.js";
 import { Purger } from "../maintenance/purger.js";
 import { startMetricsServer } from "../observe/metrics-server.js";
 import { logSchedulerEvent } from "./schedules.js";
-import { type DatabaseFlags, inSeconds, intArg, logLine, openFromFlags, secondsArg, withDatabase } from "./common.js";
+import { type DatabaseFlags, databaseLabel, inSeconds, intArg, logLine, openFromFlags, requireDatabase, secondsArg, withDatabase } from "./common.js";
+import { findSources, loadSources, sourcePaths } from "./load-config.js";
 
 interface WorkerFlags extends DatabaseFlags {
-  readonly handlers: string;
+  readonly config?: string;
+  readonly handlers?: string;
   readonly concurrency?: number;
   readonly prefetch?: number;
   readonly lease?: number;
@@ -32,7 +33,8 @@ export function register(program: Command): void {
     program
       .command("worker")
       .description("run jobs until SIGTERM or SIGINT (graceful), a second SIGINT exits at once")
-      .requiredOption("--handlers <path>", "module whose default export maps kind → async (payload, ctx) => …")
+      .option("--config <path>", "module whose default export is defineConfig({ kinds, schedules, worker }): kinds' settings and handlers, schedules to declare (default ./errand.config.js, .mjs, .cjs, .ts or .mts if present)")
+      .option("--handlers <path>", "module whose default export maps kind → async (payload, ctx) => … (alone, or adding handlers to --config)")
       .option("--concurrency <n>", `handlers running at once (default ${defaults.defaultConcurrency})`, intArg(1, 10_000))
       .option("--prefetch <n>", "jobs claimed ahead of free slots (default adaptive: a quarter second of recent throughput, up to 1000, none when nothing finished lately; buffered jobs unstarted after 1 s go back)", intArg(0, 10_000))
       .option("--lease <seconds>", `lease per job, extended by heartbeats (default ${inSeconds(defaults.defaultLeaseMs)})`, secondsArg(false))
@@ -46,11 +48,13 @@ export function register(program: Command): void {
       .option("--no-pruner", `do not delete done jobs older than ${defaults.defaultRetentionMs / 86_400_000} days from this process (default: purge hourly; safe in every worker)`)
       .option("--metrics-port <n>", "serve Prometheus /metrics on this port: queue gauges and this worker's job metrics; and /healthz, a liveness probe", intArg(0, 65_535))
       .option("--max-event-loop-lag <seconds>", "/healthz answers 503 when the event loop was blocked longer than this in the last 10 s (default 1)", secondsArg(false)),
+    { embeddedByDefault: false },
   ).action(async (flags: WorkerFlags) => {
     // Signals are handled from the first moment: a SIGTERM while the worker is still
     // connecting must also end in a clean exit 0, not the default kill.
     let signals = 0;
     let stop: (() => Promise<void>) | undefined = undefined; // set once connected
+    let shutdownTimeoutMs = flags.shutdownTimeout ?? defaults.defaultShutdownTimeoutMs; // the config's, once loaded
     const exitAfter = (work: Promise<void>) =>
       work.then(
         () => process.exit(0),
@@ -70,14 +74,20 @@ export function register(program: Command): void {
       setTimeout(() => {
         logLine({ level: "error", event: "shutdown_overran", signal });
         process.exit(1);
-      }, (flags.shutdownTimeout ?? defaults.defaultShutdownTimeoutMs) + 10_000).unref();
+      }, shutdownTimeoutMs + 10_000).unref();
       if (stop) void exitAfter(stop());
     };
     process.on("SIGTERM", shutdown);
     process.on("SIGINT", shutdown);
 
-    const handlers = await loadHandlers(flags.handlers);
+    // Before anything is loaded or opened: a worker must not guess its database.
+    requireDatabase(flags, "errand worker");
+    const sources = findSources(flags);
+    logLine({ level: "info", event: "starting", database: databaseLabel(flags), schema: flags.schema ?? defaults.defaultSchema, ...sourcePaths(sources) });
+    const { config, handlers } = await loadSources(sources);
+    const kinds = kindsOf(config);
     const options: WorkerOptions = {
+      ...config.worker,
       handlers,
       ...(flags.concurrency !== undefined ? { concurrency: flags.concurrency } : {}),
       ...(flags.prefetch !== undefined ? { prefetch: flags.prefetch } : {}),
@@ -92,10 +102,18 @@ export function register(program: Command): void {
         metrics?.onEvent(event);
       },
     };
-    resolveWorkerOptions(options, new Map()); // bad flags fail here, before connecting
+    resolveWorkerOptions(options, resolveKinds(kinds)); // bad flags fail here, before connecting
+    shutdownTimeoutMs = options.shutdownTimeoutMs ?? shutdownTimeoutMs;
     const errand = await openFromFlags(flags, {
+      kinds,
       onConnectionError: (error) => logLine({ level: "warn", event: "connection_error", error: error.message }),
     });
+    // Declaring is idempotent (a schedule keeps its next slot and pause), so every worker
+    // process declares at start, even one run with --no-scheduler.
+    if (config.schedules.length > 0) {
+      const declared = await errand.schedules.declare(config.schedules);
+      logLine({ level: "info", event: "schedules_declared", schedules: declared.map((schedule) => schedule.name) });
+    }
     const health = flags.maxEventLoopLag === undefined ? undefined : { maxEventLoopLagMs: flags.maxEventLoopLag };
     const metrics = flags.metricsPort === undefined ? undefined : await startMetricsServer({ port: flags.metricsPort, stats: () => errand.stats(), ...(health ? { health } : {}) });
     if (metrics) logLine({ level: "info", event: "metrics_listening", port: metrics.port, path: "/metrics", health: "/healthz" });
@@ -120,21 +138,6 @@ export function register(program: Command): void {
     void purger?.start(); // not awaited: a first purge of a large table must not delay the worker
     await worker.start();
   });
-}
-
-async function loadHandlers(path: string): Promise<Handlers> {
-  let module: { default?: unknown };
-  try {
-    module = (await import(pathToFileURL(resolve(path)).href)) as { default?: unknown };
-  } catch (error) {
-    throw new InvalidArgumentError(`--handlers: cannot load ${path}: ${(error as Error).message}`);
-  }
-  const handlers = module.default;
-  if (typeof handlers !== "object" || handlers === null) throw new InvalidArgumentError(`--handlers: ${path} has no default export mapping kind → handler`);
-  for (const [kind, handler] of Object.entries(handlers)) {
-    if (typeof handler !== "function") throw new InvalidArgumentError(`--handlers: ${path}: the handler for '${kind}' is not a function`);
-  }
-  return handlers as Handlers;
 }
 
 function logEvent(event: WorkerEvent, verbose: boolean): void {
