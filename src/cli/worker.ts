@@ -3,7 +3,6 @@ import { pathToFileURL } from "node:url";
 import { type Command, InvalidArgumentError } from "commander";
 import type { Handlers } from "../worker/handlers.js";
 import type { WorkerEvent } from "../worker/worker.js";
-import { Purger } from "../maintenance/purger.js";
 import { startMetricsServer } from "../observe/metrics-server.js";
 import { logSchedulerEvent } from "./schedules.js";
 import { type DatabaseFlags, intArg, logLine, openFromFlags, secondsArg, withDatabase } from "./common.js";
@@ -100,7 +99,7 @@ export function register(program: Command): void {
     const purger =
       flags.pruner === false
         ? undefined
-        : new Purger(errand.driver, errand.schema, {
+        : errand.purger({
             onPurge: (result) => result.done + result.dead > 0 && logLine({ level: "info", event: "pruned", ...result }),
             onError: (error) => logLine({ level: "error", event: "error", during: "prune", error: String(error) }),
           });
