@@ -16,7 +16,11 @@ import { checkSchemaName } from "./sql/schema.js";
 import { checkId, checkKeys, checkText, integerIn } from "./validate.js";
 import { Worker, type WorkerOptions } from "./worker/worker.js";
 import { Schedules } from "./schedules/schedules.js";
-import { type PurgeOptions, type PurgeResult, purgeJobs } from "./maintenance/purger.js";
+import { type PurgeOptions, type PurgeResult, Purger, type PurgerOptions, purgeJobs } from "./maintenance/purger.js";
+import { Rescuer, type RescuerOptions } from "./maintenance/rescuer.js";
+import type { Service } from "./maintenance/service.js";
+import { Alerter, type AlerterOptions } from "./observe/alerts.js";
+import { tableIncidents } from "./observe/incidents.js";
 import { type QueueStats, readStats } from "./observe/stats.js";
 import { traceEnqueue } from "./observe/tracing.js";
 
@@ -74,6 +78,8 @@ export class Errand {
   readonly #enqueue: EnqueueTarget;
   readonly #workers = new Set<Worker>();
   #closed: Promise<void> | undefined;
+  /** Services created by {@link purger}, {@link rescuer} and {@link alerter}: `close()` stops them. */
+  readonly #services = new Set<Service>();
   /** Recurring jobs: declare, list, pause, resume, remove, and the scheduler service. */
   readonly schedules: Schedules;
 
@@ -204,13 +210,65 @@ export class Errand {
     return worker;
   }
 
-  /** Stops this client's workers and closes what errand opened. Closing twice closes once. */
+  /**
+   * A service that purges done jobs past the retention every `intervalMs` (1 hour by
+   * default), the first time at `start()`; `errand.close()` stops it. Safe in every process.
+   *
+   * @example
+   * ```ts
+   * const purger = errand.purger({ olderThanMs: 3 * 86_400_000 });
+   * await purger.start();
+   * ```
+   */
+  purger(options: PurgerOptions = {}): Purger {
+    return this.#service(new Purger(this.driver, this.schema, options));
+  }
+
+  /**
+   * A service that returns expired leases to `ready` (or `dead` on their last attempt) every
+   * `intervalMs` (30 s by default), for workers started with `rescueIntervalMs: 0`;
+   * `errand.close()` stops it. Safe in any number of processes.
+   *
+   * @example
+   * ```ts
+   * const rescuer = errand.rescuer({ onRescue: ({ ready, dead }) => console.log({ ready, dead }) });
+   * await rescuer.start();
+   * ```
+   */
+  rescuer(options: RescuerOptions = {}): Rescuer {
+    return this.#service(new Rescuer(this.driver, this.schema, options));
+  }
+
+  /**
+   * A service that checks the alert rules against this database's stats every `intervalMs`
+   * (30 s by default) and notifies once when an incident opens and once when it resolves.
+   * Open incidents are kept in the `alert_incidents` table unless `store` says otherwise, so
+   * several alerting processes, and restarts, notify each incident once. `errand.close()` stops it.
+   *
+   * @example
+   * ```ts
+   * const alerter = errand.alerter({ notifiers: [webhookNotifier({ url: "https://hooks.example.com/errand" })] });
+   * await alerter.start();
+   * ```
+   */
+  alerter(options: Omit<AlerterOptions, "stats"> & { readonly stats?: AlerterOptions["stats"] }): Alerter {
+    const { stats, store, ...rest } = options;
+    return this.#service(new Alerter({ ...rest, stats: stats ?? (() => this.stats()), store: store ?? tableIncidents(this.driver, this.schema) }));
+  }
+
+  #service<S extends Service>(service: S): S {
+    this.#services.add(service);
+    return service;
+  }
+
+  /** Stops this client's workers and services and closes what errand opened. Closing twice closes once. */
   close(): Promise<void> {
     return (this.#closed ??= this.#close());
   }
 
   async #close(): Promise<void> {
     await Promise.all([...this.#workers].map((worker) => worker.stop()));
+    await Promise.all([...this.#services].map((service) => service.stop()));
     await this.schedules.stopSchedulers();
     await this.driver.close();
   }

@@ -26,6 +26,8 @@ export type { Clock } from "./clock.js";
 export type { QueueStats, KindStats, WindowStats } from "./observe/stats.js";
 export { Purger, type PurgerOptions, type PurgeOptions, type PurgeResult, Pruner, type PrunerOptions, type PruneOptions, type PruneResult } from "./maintenance/purger.js";
 export { defaultRetentionMs } from "./defaults.js";
+export type { Rescuer, RescuerOptions, RescueResult } from "./maintenance/rescuer.js";
+export type { Service } from "./maintenance/service.js";
 export { Alerter, evaluateRules, type AlerterOptions, type AlertRules, type Alert, type Notifier } from "./observe/alerts.js";
 export { memoryIncidents, tableIncidents, type IncidentStore, type OpenIncident } from "./observe/incidents.js";
 export { webhookNotifier, telegramNotifier, type WebhookOptions, type TelegramOptions } from "./observe/notifiers.js";

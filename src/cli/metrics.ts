@@ -1,6 +1,5 @@
 import { type Command, InvalidArgumentError } from "commander";
-import { tableIncidents } from "../observe/incidents.js";
-import { Alerter, type Notifier } from "../observe/alerts.js";
+import type { Notifier } from "../observe/alerts.js";
 import { parseDuration } from "../human-format.js";
 import { startMetricsServer } from "../observe/metrics-server.js";
 import { telegramNotifier, webhookNotifier } from "../observe/notifiers.js";
@@ -39,10 +38,8 @@ export function register(program: Command): void {
     const server = await startMetricsServer({ port: flags.port, ...(flags.host ? { host: flags.host } : {}), stats: () => errand.stats() });
     logLine({ level: "info", event: "metrics_listening", port: server.port, path: "/metrics" });
     const alerter = notifiers.length
-      ? new Alerter({
-          stats: () => errand.stats(),
+      ? errand.alerter({
           notifiers: [...notifiers, { notify: async (alert) => logLine({ level: alert.status === "firing" ? "warn" : "info", event: `alert_${alert.status}`, key: alert.key, message: alert.message }) }],
-          store: tableIncidents(errand.driver, errand.schema),
           intervalMs: flags.alertInterval === undefined ? 30_000 : parseDuration(flags.alertInterval, "--alert-interval"),
           rules: {
             deadJobs: flags.deadAlert !== false,

@@ -4,7 +4,6 @@ import * as defaults from "../defaults.js";
 import { resolveKinds } from "../options.js";
 import type { WorkerEvent, WorkerOptions } from "../worker/worker.js";
 import { resolveWorkerOptions } from "../worker/worker-options.js";
-import { Purger } from "../maintenance/purger.js";
 import { startMetricsServer } from "../observe/metrics-server.js";
 import { logSchedulerEvent } from "./schedules.js";
 import { type DatabaseFlags, databaseLabel, inSeconds, intArg, logLine, openFromFlags, requireDatabase, secondsArg, withDatabase } from "./common.js";
@@ -122,7 +121,7 @@ export function register(program: Command): void {
     const purger =
       flags.pruner === false
         ? undefined
-        : new Purger(errand.driver, errand.schema, {
+        : errand.purger({
             onPurge: (result) => result.done + result.dead > 0 && logLine({ level: "info", event: "pruned", ...result }),
             onError: (error) => logLine({ level: "error", event: "error", during: "prune", error: String(error) }),
           });

@@ -21,7 +21,6 @@ export function pgDriver(pool: pg.Pool, ownsPool = false, options: PgDriverOptio
   const listeners = new Set<() => Promise<void>>();
 
   return {
-    dialect: "postgres",
     async run<Row>(statement: Statement, params: readonly unknown[]): Promise<QueryResult<Row>> {
       const result = await pool.query({ name: statement.name, text: statement.text, values: params as unknown[] });
       return { rows: result.rows as Row[] };

@@ -9,7 +9,6 @@ import type { Driver, QueryResult, Queryable, Statement, Transaction } from "./t
  */
 export function pgliteDriver(db: PGlite, ownsDb = false, onClose?: () => void): Driver {
   return {
-    dialect: "pglite",
     async run<Row>(statement: Statement, params: readonly unknown[]): Promise<QueryResult<Row>> {
       const result = await db.query<Row>(statement.text, params as unknown[]);
       return { rows: result.rows };

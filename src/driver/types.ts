@@ -30,7 +30,6 @@ export interface Statement {
  * Adapters: {@link pgDriver} and {@link pgliteDriver}.
  */
 export interface Driver {
-  readonly dialect: "postgres" | "pglite";
   /** Runs a (possibly prepared) statement outside any transaction. */
   run<Row = Record<string, unknown>>(statement: Statement, params: readonly unknown[]): Promise<QueryResult<Row>>;
   /** Runs `fn` in one transaction: commit when it resolves, roll back when it throws. */

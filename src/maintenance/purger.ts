@@ -77,11 +77,12 @@ export interface PurgerOptions extends Omit<PurgeOptions, "dryRun"> {
 /**
  * Runs {@link purgeJobs} every `intervalMs` (1 hour by default), the first time at
  * start. A {@link Service}: `start()`, `stop()`, `runOnce()`. Safe in every worker
- * process: concurrent batches skip each other's rows.
+ * process: concurrent batches skip each other's rows. Create one with `errand.purger()`,
+ * which `errand.close()` stops.
  *
  * @example
  * ```ts
- * const purger = new Purger(errand.driver, errand.schema, { olderThanMs: 3 * 86_400_000 });
+ * const purger = errand.purger({ olderThanMs: 3 * 86_400_000 });
  * await purger.start();
  * ```
  */

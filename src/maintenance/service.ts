@@ -1,6 +1,6 @@
 /**
- * The lifecycle every background service shares (the purger, the scheduler, the
- * alerter): `start()` runs once now and then on a timer, `stop()` waits for a run in
+ * The lifecycle every background service shares (the purger, the rescuer, the scheduler,
+ * the alerter): `start()` runs once now and then on a timer, `stop()` waits for a run in
  * progress, and `runOnce()` is one run on demand — tests call it instead of waiting for
  * a timer.
  */

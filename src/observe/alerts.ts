@@ -82,10 +82,12 @@ export interface AlerterOptions {
 /**
  * Checks the rules against the stats and notifies once when an incident opens and once
  * when it resolves, never on every poll. A {@link Service}: `start()`, `stop()`, `runOnce()`.
+ * `errand.alerter()` creates one for that database (stats and an incidents table), which
+ * `errand.close()` stops.
  *
  * @example
  * ```ts
- * const alerter = new Alerter({ stats: () => errand.stats(), notifiers: [telegramNotifier({ token, chatId })] });
+ * const alerter = errand.alerter({ notifiers: [telegramNotifier({ token, chatId })] });
  * await alerter.start();
  * ```
  */

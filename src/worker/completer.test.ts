@@ -8,7 +8,6 @@ import type { ClaimedJob } from "./executor.js";
 function recordingDriver(): { driver: Driver; writes: { name: string; ids: string[] }[] } {
   const writes: { name: string; ids: string[] }[] = [];
   const driver = {
-    dialect: "postgres",
     async run<Row>(statement: Statement, params: readonly unknown[]) {
       const ids = params[0] as string[];
       writes.push({ name: statement.name, ids });
@@ -61,7 +60,6 @@ describe("Completer", () => {
   it("does not split or bury anything when the database cannot be reached: the batch is kept for a retry", async () => {
     const statements: string[] = [];
     const driver = {
-      dialect: "postgres",
       async run<Row>(statement: Statement): Promise<{ rows: Row[] }> {
         statements.push(statement.name);
         throw Object.assign(new Error("Connection terminated unexpectedly"), { code: "ECONNRESET" });

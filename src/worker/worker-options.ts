@@ -1,6 +1,7 @@
 import type { ResolvedKind } from "../options.js";
 import { checkKeys, defaultLeaseMs, nonNegativeMs, positiveMs } from "../options.js";
 import { ValidationError } from "../errors.js";
+import { defaultRescueIntervalMs } from "../maintenance/rescuer.js";
 import type { ClaimedJob } from "./executor.js";
 import type { Handlers } from "./handlers.js";
 
@@ -91,7 +92,7 @@ export function resolveWorkerOptions(options: WorkerOptions, kinds: ReadonlyMap<
     heartbeatIntervalMs,
     // Often enough to stop a handler a little before a lease that heartbeats could not extend runs out.
     leaseCheckMs: Math.max(10, Math.min(heartbeatIntervalMs, shortest - heartbeatIntervalMs) / 4),
-    rescueIntervalMs: nonNegativeMs(options.rescueIntervalMs ?? 30_000, "rescueIntervalMs"),
+    rescueIntervalMs: nonNegativeMs(options.rescueIntervalMs ?? defaultRescueIntervalMs, "rescueIntervalMs"),
     flushDelayMs: nonNegativeMs(options.flushDelayMs ?? 2, "flushDelayMs"),
   };
 }

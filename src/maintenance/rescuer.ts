@@ -1,0 +1,74 @@
+import type { Driver } from "../driver/types.js";
+import { checkKeys, positiveMs } from "../options.js";
+import { queriesFor } from "../sql/queries.js";
+import { Repeater, type Service } from "./service.js";
+
+/** How often a rescuer runs unless told otherwise: 30 s (a crashed worker's jobs come back within lease + this). */
+export const defaultRescueIntervalMs = 30_000;
+
+/** Most expired leases one run returns; the rest wait for the next run. */
+const rescueBatch = 1000;
+
+/** What one rescue did. */
+export interface RescueResult {
+  /** Jobs returned to `ready`. */
+  readonly ready: number;
+  /** Jobs buried as `dead`: their expired attempt was the last. */
+  readonly dead: number;
+}
+
+/** Options of a {@link Rescuer}. */
+export interface RescuerOptions {
+  /** Time between runs. Default 30 s. */
+  readonly intervalMs?: number;
+  /** Receives each timed run's result, including empty ones. */
+  readonly onRescue?: (result: RescueResult) => void;
+  /** Receives errors (the rescuer keeps running). */
+  readonly onError?: (error: unknown) => void;
+}
+
+/**
+ * Returns jobs whose lease expired (their worker died or overran it) to `ready`, or buries
+ * them as `dead` when the expired attempt was their last, up to 1,000 per run. Every
+ * worker runs one at start and every `rescueIntervalMs`; create one with
+ * `errand.rescuer()` for a process that rescues for workers started with
+ * `rescueIntervalMs: 0`. A {@link Service}: `start()`, `stop()`, `runOnce()`. Safe in any
+ * number of processes at once (`FOR UPDATE SKIP LOCKED`).
+ *
+ * @example
+ * ```ts
+ * const rescuer = errand.rescuer({ intervalMs: 10_000 });
+ * await rescuer.start();
+ * ```
+ */
+export class Rescuer implements Service<RescueResult> {
+  readonly #driver: Driver;
+  readonly #schema: string;
+  readonly #repeater: Repeater;
+
+  constructor(driver: Driver, schema: string, options: RescuerOptions = {}) {
+    checkKeys(options, "", ["intervalMs", "onRescue", "onError"]);
+    this.#driver = driver;
+    this.#schema = schema;
+    const report = options.onRescue ?? (() => {});
+    const fail = options.onError ?? (() => {});
+    this.#repeater = new Repeater(() => this.runOnce().then(report, fail), positiveMs(options.intervalMs ?? defaultRescueIntervalMs, "intervalMs"));
+  }
+
+  /** Rescues once now; rejects if the database cannot be reached. */
+  async runOnce(): Promise<RescueResult> {
+    const { rows } = await this.#driver.run<{ id: string; status: string }>(queriesFor(this.#schema).rescue, [rescueBatch]);
+    const dead = rows.filter((row) => row.status === "dead").length;
+    return { ready: rows.length - dead, dead };
+  }
+
+  /** Rescues now and then every `intervalMs`; resolves after the first run. */
+  start(): Promise<void> {
+    return this.#repeater.start();
+  }
+
+  /** Stops the timer and waits for a run in progress. */
+  stop(): Promise<void> {
+    return this.#repeater.stop();
+  }
+}

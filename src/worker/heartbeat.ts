@@ -1,0 +1,95 @@
+import type { Clock } from "../clock.js";
+import type { Driver } from "../driver/types.js";
+import { ErrandError } from "../errors.js";
+import { type Queries, byId } from "../sql/queries.js";
+import type { ClaimedJob } from "./executor.js";
+import type { LocalLeases } from "./leases.js";
+import type { WorkerEvent, WorkerSettings } from "./worker-options.js";
+
+/** What the heartbeat needs from the worker's jobs. */
+export interface HeldJobs {
+  /** Every job whose lease this worker keeps: running, buffered, and finished but not yet written. */
+  held(): ClaimedJob[];
+  /** Aborts the running `jobs` and forgets the buffered ones; `lost` = the database said so. Returns the ids it held. */
+  drop(jobs: readonly ClaimedJob[], reason: (job: ClaimedJob) => ErrandError, lost: boolean): string[];
+}
+
+/** What a {@link Heartbeat} works with. */
+export interface HeartbeatParts {
+  readonly driver: Driver;
+  readonly queries: Queries;
+  readonly workerId: string;
+  readonly settings: Pick<WorkerSettings, "leaseMs" | "leasesByKind" | "leaseCheckMs">;
+  readonly jobs: HeldJobs;
+  readonly leases: LocalLeases;
+  readonly clock: Clock;
+  readonly emit: (event: WorkerEvent) => void;
+}
+
+/**
+ * Keeps the worker's leases: {@link beat} extends every held lease in one statement and
+ * stops the jobs the database no longer leases to this worker; {@link checkLeases} stops
+ * handlers whose lease heartbeats could not extend in time, judged by the worker's own
+ * conservative copy ({@link LocalLeases}), before another worker may take the job over.
+ * The worker calls both on timers.
+ */
+export class Heartbeat {
+  readonly #driver: Driver;
+  readonly #queries: Queries;
+  readonly #workerId: string;
+  readonly #settings: HeartbeatParts["settings"];
+  readonly #jobs: HeldJobs;
+  readonly #local: LocalLeases;
+  readonly #clock: Clock;
+  readonly #emit: (event: WorkerEvent) => void;
+
+  constructor(parts: HeartbeatParts) {
+    this.#driver = parts.driver;
+    this.#queries = parts.queries;
+    this.#workerId = parts.workerId;
+    this.#settings = parts.settings;
+    this.#jobs = parts.jobs;
+    this.#local = parts.leases;
+    this.#clock = parts.clock;
+    this.#emit = parts.emit;
+  }
+
+  /** Extends the leases of every job this worker holds; aborts handlers whose lease is gone. Never rejects. */
+  async beat(): Promise<void> {
+    const held = this.#jobs.held();
+    if (held.length === 0) return;
+    const sentAt = this.#clock.now();
+    let kept: Set<string>;
+    try {
+      const ids = held.map((j) => j.id);
+      const attempts = byId(ids, held.map((j) => j.attempt));
+      const { leasesByKind, leaseMs } = this.#settings;
+      const { rows } = await this.#driver.run<{ id: string; attempts: number }>(this.#queries.heartbeat, [ids, attempts, this.#workerId, leasesByKind, leaseMs]);
+      kept = new Set(rows.map((row) => `${row.id}/${row.attempts}`));
+    } catch (error) {
+      this.#emit({ type: "error", during: "heartbeat", error });
+      return;
+    }
+    const extended = held.filter((job) => kept.has(`${job.id}/${job.attempt}`));
+    this.#local.extended(extended, sentAt);
+    if (extended.length === held.length) return;
+    const lost = held.filter((job) => !kept.has(`${job.id}/${job.attempt}`));
+    this.#drop(lost, (job) => new ErrandError("lease_lost", `the lease on job ${job.id} was lost; another worker may run it`), true);
+  }
+
+  /**
+   * Heartbeats have not extended these leases in time (the database is slow or out of
+   * reach): stop their handlers before the leases run out and another worker takes over.
+   */
+  checkLeases(): void {
+    const margin = this.#settings.leaseCheckMs * 2;
+    const expiring = this.#local.takeExpiring(this.#clock.now(), margin);
+    if (expiring.length === 0) return;
+    this.#drop(expiring, (job) => new ErrandError("lease_expired", `the lease on job ${job.id} could not be extended in time; another worker may run it`), false);
+  }
+
+  #drop(jobs: readonly ClaimedJob[], reason: (job: ClaimedJob) => ErrandError, lost: boolean): void {
+    const dropped = this.#jobs.drop(jobs, reason, lost);
+    if (dropped.length) this.#emit({ type: "lease_lost", jobIds: dropped });
+  }
+}

@@ -1,0 +1,276 @@
+import type { Clock } from "../clock.js";
+import type { Driver } from "../driver/types.js";
+import { ErrandError } from "../errors.js";
+import type { RetryPolicy } from "../retry-policy.js";
+import type { Queries } from "../sql/queries.js";
+import { type ClaimRow, decodeClaimRow } from "./claim.js";
+import type { Completer } from "./completer.js";
+import type { ClaimedJob } from "./executor.js";
+import type { Handlers } from "./handlers.js";
+import type { LocalLeases } from "./leases.js";
+import { Prefetch } from "./prefetch.js";
+import { RunningJobs } from "./running.js";
+import type { WorkerEvent, WorkerSettings } from "./worker-options.js";
+import { Wake } from "./wake.js";
+
+/**
+ * Longest a job waits in an adaptive buffer before it is given back (unspent: it is only
+ * reserved) for a worker with a free slot: jobs claimed ahead must not wait behind slow
+ * ones. Fast jobs wait a fraction of this; a fixed `prefetch` keeps its jobs until a slot frees.
+ */
+export const maxBufferWaitMs = 1_000;
+
+/** A claimed job waiting in the buffer for a free handler slot. */
+interface Buffered {
+  readonly job: ClaimedJob;
+  /** When it was claimed (process clock). */
+  readonly since: number;
+}
+
+/** What a {@link Producer} works with; the worker makes the shared parts. */
+export interface ProducerParts {
+  readonly driver: Driver;
+  readonly queries: Queries;
+  readonly workerId: string;
+  readonly handlers: Handlers;
+  /** The retry policy of a kind (its own, else the default). */
+  readonly policyFor: (kind: string) => RetryPolicy;
+  readonly settings: WorkerSettings;
+  readonly completer: Completer;
+  readonly leases: LocalLeases;
+  readonly clock: Clock;
+  readonly emit: (event: WorkerEvent) => void;
+}
+
+/**
+ * Claims jobs and runs them: the claim loop (woken by a notification, a free slot or the
+ * poll), the prefetch (fixed, or adapted to recent throughput), the buffer of jobs claimed
+ * ahead, dispatch to free handler slots, and each job's run up to its queued outcome.
+ * Every job the worker claimed is here until its outcome is queued or it is given back.
+ */
+export class Producer {
+  readonly #driver: Driver;
+  readonly #queries: Queries;
+  readonly #workerId: string;
+  readonly #policyFor: (kind: string) => RetryPolicy;
+  readonly #settings: WorkerSettings;
+  readonly #concurrency: number;
+  readonly #prefetch: Prefetch;
+  readonly #completer: Completer;
+  readonly #local: LocalLeases;
+  readonly #clock: Clock;
+  readonly #emit: (event: WorkerEvent) => void;
+  readonly #wake = new Wake();
+  readonly #buffer: Buffered[] = [];
+  /** Buffered jobs the claim only reserved: their start is recorded when their handler starts. */
+  readonly #reserved = new Set<ClaimedJob>();
+  /** Claimed jobs whose row could not be decoded: they fail with this error instead of running. */
+  readonly #undecodable = new Map<ClaimedJob, Error>();
+  readonly #running: RunningJobs;
+  #claiming = false;
+  #loop: Promise<void> | undefined;
+  #queueMayHaveJobs = true;
+  /** Notifications (and rescues) seen so far: one during an empty claim keeps the queue worth a look. */
+  #nudges = 0;
+  #claimFailures = 0;
+
+  constructor(parts: ProducerParts) {
+    this.#driver = parts.driver;
+    this.#queries = parts.queries;
+    this.#workerId = parts.workerId;
+    this.#policyFor = parts.policyFor;
+    this.#settings = parts.settings;
+    this.#concurrency = parts.settings.concurrency;
+    this.#prefetch = new Prefetch(parts.settings.concurrency, parts.settings.prefetch, parts.clock);
+    this.#completer = parts.completer;
+    this.#local = parts.leases;
+    this.#clock = parts.clock;
+    this.#emit = parts.emit;
+    this.#running = new RunningJobs({ ...parts, onFinished: (job) => this.#finished(job) });
+  }
+
+  /** Jobs whose handlers are running now. */
+  get activeCount(): number {
+    return this.#running.size;
+  }
+
+  /** Starts the claim loop. */
+  start(): void {
+    this.#claiming = true;
+    // The loop handles its own errors; this only makes sure a bug cannot become an unhandled rejection.
+    this.#loop = this.#claimLoop().catch((error: unknown) => this.#emit({ type: "error", during: "claim", error }));
+  }
+
+  /** Stops claiming and dispatching; resolves once a claim in flight has returned (its jobs stay buffered). */
+  async stopClaiming(): Promise<void> {
+    this.#claiming = false;
+    this.#wake.wake();
+    await this.#loop;
+  }
+
+  /** A notification (or rescue) says jobs may be ready. */
+  nudge(): void {
+    this.#nudges++;
+    this.#queueMayHaveJobs = true;
+    this.#wake.wake();
+  }
+
+  /** Claims one batch (up to `concurrency` jobs, all started) and runs it; returns how many ran. */
+  async runOnce(): Promise<number> {
+    const jobs = await this.#claim(this.#concurrency, this.#concurrency);
+    await Promise.all(jobs.map((job) => this.#run(job)));
+    return jobs.length;
+  }
+
+  /** Every job claimed and not yet finished: running, then buffered. */
+  held(): ClaimedJob[] {
+    return [...this.#running.jobs(), ...this.#buffer.map((b) => b.job)];
+  }
+
+  /**
+   * Lets go of jobs the worker no longer safely holds: aborts their handlers with `reason`
+   * and takes them out of the buffer. `lost` (the database said so): a handler's result is
+   * dropped; otherwise (the lease is about to run out) a success is still written. Returns
+   * the ids of the jobs it held.
+   */
+  drop(jobs: readonly ClaimedJob[], reason: (job: ClaimedJob) => ErrandError, lost: boolean): string[] {
+    const dropped: string[] = [];
+    for (const job of jobs) {
+      if (this.#running.abort(job, reason, lost)) dropped.push(job.id);
+      const buffered = this.#buffer.findIndex((b) => b.job === job);
+      if (buffered >= 0) {
+        this.#buffer.splice(buffered, 1);
+        this.#forgetBuffered(job);
+        dropped.push(job.id);
+      }
+    }
+    return dropped;
+  }
+
+  /** Gives back buffered jobs that waited longer than {@link maxBufferWaitMs} (adaptive prefetch). */
+  releaseStale(): void {
+    const before = this.#clock.now() - maxBufferWaitMs;
+    if (this.#buffer.length === 0 || this.#buffer[0]!.since > before) return;
+    const stale = this.#buffer.filter((b) => b.since <= before);
+    this.#buffer.splice(0, this.#buffer.length, ...this.#buffer.filter((b) => b.since > before));
+    for (const { job } of stale) {
+      this.#forgetBuffered(job);
+      this.#completer.add(job, { type: "released" });
+    }
+  }
+
+  /** Gives back every buffered job (claimed, never started) at shutdown; returns how many. */
+  releaseBuffered(): number {
+    const unstarted = this.#buffer.splice(0).map((b) => b.job);
+    for (const job of unstarted) {
+      this.#forgetBuffered(job);
+      this.#completer.add(job, { type: "released" });
+    }
+    return unstarted.length;
+  }
+
+  /** Waits until no handler runs or the clock reaches `deadline`. */
+  async settle(deadline: number): Promise<void> {
+    while (this.#running.size > 0 && this.#clock.now() < deadline) {
+      await this.#wake.wait(Math.max(1, deadline - this.#clock.now()));
+    }
+  }
+
+  /**
+   * Aborts the handlers still running at shutdown and gives their jobs back without
+   * spending the attempt (their late results are ignored); returns how many it gave back.
+   */
+  abortRunning(): number {
+    return this.#running.releaseAll();
+  }
+
+  async #claimLoop(): Promise<void> {
+    const pollIntervalMs = this.#settings.pollIntervalMs;
+    while (this.#claiming) {
+      const capacity = this.#concurrency + this.#prefetch.size();
+      const refillAt = Math.max(1, Math.floor(capacity / 4));
+      const free = capacity - this.#running.size - this.#buffer.length;
+      const worthIt = free >= refillAt || (free > 0 && this.#buffer.length === 0);
+      if (this.#queueMayHaveJobs && worthIt) {
+        try {
+          // Only the jobs that get a handler slot at once spend their attempt now. A free
+          // slot means an empty buffer (dispatch fills slots first), and no job enters the
+          // buffer while this claim is out, so these slots are still free when it returns.
+          const startNow = Math.max(0, Math.min(free, this.#concurrency - this.#running.size - this.#buffer.length));
+          const nudges = this.#nudges;
+          const jobs = await this.#claim(free, startNow);
+          this.#claimFailures = 0;
+          const since = this.#clock.now();
+          for (const job of jobs) this.#buffer.push({ job, since });
+          if (!this.#claiming) break; // released by the worker's stop()
+          this.#dispatch();
+          // A short batch is not an empty queue: SKIP LOCKED passes over rows other
+          // workers are claiming. Only an empty claim means wait for a notification.
+          // A notification that arrived while this claim was out may be for a job its
+          // snapshot could not see: only a claim that began after it can say the queue is empty.
+          if (jobs.length > 0) continue;
+          if (this.#nudges === nudges) this.#queueMayHaveJobs = false;
+        } catch (error) {
+          this.#emit({ type: "error", during: "claim", error });
+          const delay = Math.min(10_000, 100 * 2 ** this.#claimFailures++);
+          await this.#wake.wait(delay);
+          continue;
+        }
+      }
+      const woken = await this.#wake.wait(pollIntervalMs);
+      if (!woken) this.#queueMayHaveJobs = true;
+    }
+  }
+
+  /** Claims up to `limit` jobs, of which the first `startNow` are charged their attempt at once. */
+  async #claim(limit: number, startNow: number): Promise<ClaimedJob[]> {
+    const sentAt = this.#clock.now();
+    const { leasesByKind, leaseMs } = this.#settings;
+    const { rows } = await this.#driver.run<ClaimRow>(this.#queries.claim, [limit, this.#workerId, leasesByKind, leaseMs, startNow]);
+    const started: ClaimedJob[] = [];
+    const reserved: ClaimedJob[] = [];
+    for (const row of rows) {
+      // A row that cannot be decoded fails alone (see #run); the rest of the batch runs.
+      const { job, error } = decodeClaimRow(row, this.#policyFor);
+      if (error) this.#undecodable.set(job, error);
+      if (row.started) started.push(job);
+      else {
+        this.#reserved.add(job);
+        reserved.push(job);
+      }
+    }
+    // Started jobs first: they are the ones with a slot waiting (see #claimLoop).
+    const jobs = started.length === 0 ? reserved : started.concat(reserved);
+    this.#local.claimed(jobs, sentAt);
+    return jobs;
+  }
+
+  #dispatch(): void {
+    while (this.#running.size < this.#concurrency && this.#buffer.length > 0 && this.#claiming) {
+      void this.#run(this.#buffer.shift()!.job);
+    }
+  }
+
+  /** Runs one claimed job and queues its outcome. Never rejects. */
+  #run(job: ClaimedJob): Promise<void> {
+    const undecodable = this.#undecodable.get(job);
+    this.#undecodable.delete(job);
+    return this.#running.run(job, undecodable, this.#reserved.delete(job));
+  }
+
+  /** A handler slot is free. */
+  #finished(job: ClaimedJob): void {
+    this.#local.forget(job);
+    this.#prefetch.finished();
+    this.#dispatch();
+    // Claiming: a slot is free, claim more. Shutting down: settle() waits for exactly this.
+    this.#wake.wake();
+  }
+
+  /** Drops a job taken out of the buffer from the worker's bookkeeping. */
+  #forgetBuffered(job: ClaimedJob): void {
+    this.#local.forget(job);
+    this.#reserved.delete(job);
+    this.#undecodable.delete(job);
+  }
+}

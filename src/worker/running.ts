@@ -1,0 +1,133 @@
+import type { Clock } from "../clock.js";
+import { ErrandError } from "../errors.js";
+import type { RetryPolicy } from "../retry-policy.js";
+import type { Completer } from "./completer.js";
+import { type ClaimedJob, type Outcome, describeError, execute } from "./executor.js";
+import type { Handlers } from "./handlers.js";
+import { LazyAbort } from "./lazy-abort.js";
+import type { WorkerEvent } from "./worker-options.js";
+
+interface Running {
+  readonly job: ClaimedJob;
+  readonly controller: LazyAbort;
+  /** Set when the result must not be written (lease lost, or released at shutdown). */
+  discard: boolean;
+  /**
+   * Set when heartbeats could not extend the lease in time: the handler was aborted; a
+   * success is still written (the write checks the lease), anything else is left to the rescuer.
+   */
+  expired: boolean;
+}
+
+/** What {@link RunningJobs} works with. */
+export interface RunningParts {
+  readonly handlers: Handlers;
+  readonly policyFor: (kind: string) => RetryPolicy;
+  readonly completer: Completer;
+  readonly clock: Clock;
+  readonly emit: (event: WorkerEvent) => void;
+  /** Called after each run ends, whatever its outcome: a handler slot is free. */
+  readonly onFinished: (job: ClaimedJob) => void;
+}
+
+/**
+ * The jobs whose handlers are running, keyed by the claim (a job rescued and claimed again
+ * is another claim): runs each one through the executor, queues its outcome with the
+ * completer and reports it, or drops it when the job is no longer this worker's.
+ */
+export class RunningJobs {
+  readonly #handlers: Handlers;
+  readonly #policyFor: (kind: string) => RetryPolicy;
+  readonly #completer: Completer;
+  readonly #clock: Clock;
+  readonly #emit: (event: WorkerEvent) => void;
+  readonly #onFinished: (job: ClaimedJob) => void;
+  readonly #running = new Map<ClaimedJob, Running>();
+
+  constructor(parts: RunningParts) {
+    this.#handlers = parts.handlers;
+    this.#policyFor = parts.policyFor;
+    this.#completer = parts.completer;
+    this.#clock = parts.clock;
+    this.#emit = parts.emit;
+    this.#onFinished = parts.onFinished;
+  }
+
+  /** Handlers running now. */
+  get size(): number {
+    return this.#running.size;
+  }
+
+  /** The running jobs. */
+  jobs(): IterableIterator<ClaimedJob> {
+    return this.#running.keys();
+  }
+
+  /**
+   * Runs one claimed job and queues its outcome. `undecodable`: the job fails with this
+   * error instead of running. `reserved`: the claim did not spend its attempt, so its
+   * start is recorded now. Never rejects.
+   */
+  async run(job: ClaimedJob, undecodable: Error | undefined, reserved: boolean): Promise<void> {
+    const entry: Running = { job, controller: new LazyAbort(), discard: false, expired: false };
+    this.#running.set(job, entry);
+    const started = this.#clock.now();
+    try {
+      // A reserved job starts now, without a round trip first (that is what the buffer
+      // saves); its start is written with the next batch, if its outcome does not get there first.
+      if (reserved && !undecodable) this.#completer.started(job);
+      const outcome: Outcome = undecodable
+        ? { type: "failed", error: describeError(undecodable), permanent: true, delayMs: 0 }
+        : await execute(job, this.#handlers, entry.controller, this.#policyFor(job.kind));
+      if (entry.discard) this.#completer.forget(job);
+      else if (!(entry.expired && outcome.type !== "done")) {
+        this.#completer.add(job, outcome);
+        this.#report(job, outcome, this.#clock.now() - started);
+      }
+    } catch (error) {
+      // execute() never throws; this keeps a bug from leaving the job's slot taken forever.
+      this.#emit({ type: "error", during: "run", error });
+    } finally {
+      this.#running.delete(job);
+      this.#onFinished(job);
+    }
+  }
+
+  /**
+   * Aborts the job's handler with `reason`, if it is running. `lost` (the database said
+   * so): its result is dropped; otherwise (its lease is about to run out) a success is
+   * still written. Returns whether it was running.
+   */
+  abort(job: ClaimedJob, reason: (job: ClaimedJob) => ErrandError, lost: boolean): boolean {
+    const running = this.#running.get(job);
+    if (!running) return false;
+    if (lost) running.discard = true;
+    else running.expired = true;
+    running.controller.abort(reason(job));
+    return true;
+  }
+
+  /**
+   * Aborts every handler still running at shutdown and gives its job back without
+   * spending the attempt (late results are ignored); returns how many it gave back.
+   */
+  releaseAll(): number {
+    let released = 0;
+    for (const running of this.#running.values()) {
+      if (running.discard) continue; // no longer ours: nothing to give back
+      running.discard = true;
+      running.controller.abort(new ErrandError("shutdown", "the worker is shutting down; the job will run again"));
+      this.#completer.add(running.job, { type: "released" });
+      released++;
+    }
+    this.#running.clear();
+    return released;
+  }
+
+  #report(job: ClaimedJob, outcome: Outcome, durationMs: number): void {
+    if (outcome.type === "done") this.#emit({ type: "job_done", job, durationMs });
+    else if (outcome.type === "snoozed") this.#emit({ type: "job_snoozed", job, delayMs: outcome.delayMs });
+    else if (outcome.permanent || job.attempt >= job.maxAttempts) this.#emit({ type: "job_dead", job, durationMs, error: outcome.error });
+    else this.#emit({ type: "job_failed", job, durationMs, error: outcome.error, retryInMs: outcome.delayMs });
+  }
+}
