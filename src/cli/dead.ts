@@ -65,13 +65,13 @@ export function register(program: Command): void {
   }
 }
 
-/** The dead list's columns: the error takes what width is left, its first line only. */
+/** The dead list's columns: the error takes what width is left (its first line only); on a narrow terminal the time of death gives way first. */
 const deadColumns: readonly Column<Job>[] = [
   { header: "ID", cell: (job) => job.id, right: true },
   { header: "KIND", cell: (job) => job.kind, minWidth: 12 },
-  { header: "ATTEMPTS", cell: (job) => `${job.attempts}/${job.maxAttempts}`, right: true },
-  { header: "DIED", cell: (job) => (job.finishedAt === null ? "?" : job.finishedAt.toISOString().replace(/\.000Z$/, "Z")) },
-  { header: "LAST ERROR", cell: (job) => (job.lastError ?? "").split("\n")[0]!, minWidth: 20, style: () => "red" },
+  { header: "ATTEMPTS", cell: (job) => `${job.attempts}/${job.maxAttempts}`, right: true, hideRank: 1 },
+  { header: "DIED", cell: (job) => (job.finishedAt === null ? "?" : `${job.finishedAt.toISOString().slice(0, 19)}Z`), hideRank: 2 },
+  { header: "LAST ERROR", cell: (job) => (job.lastError ?? "").split("\n")[0]!, minWidth: 24, style: () => "red" },
 ];
 
 function select(ids: string[], flags: SelectFlags): DeadSelector {

@@ -41,7 +41,7 @@ export function register(program: Command): void {
     .action((flags: PlanFlags) => {
       try {
         const { retry, load } = planInput(flags);
-        if (flags.json) printJson({ ...(retry ? { retry: retryJson(retry) } : {}), ...(load ? { capacity: { ...load, ...capacity(load) } } : {}) });
+        if (flags.json) printJson({ ...(retry ? { retry: retryJson(retry) } : {}), ...(load ? { capacity: capacityJson(load) } : {}) });
         else process.stdout.write([...(retry ? [retryPlanText(retry)] : []), ...(load ? [capacityPlanText(load)] : [])].join("\n"));
       } catch (error) {
         if (error instanceof ValidationError) throw new InvalidArgumentError(`--${flagName(error.field)}: ${error.message.replace(/^[^:]+: /, "")}`);
@@ -92,6 +92,18 @@ function retryJson(options: RetryPlanOptions) {
     lastAttemptMs: last?.cumulativeMs ?? 0,
     minLastAttemptMs: last?.minCumulativeMs ?? 0,
     ...(options.outageMs === undefined ? {} : { outageMs: options.outageMs }),
+  };
+}
+
+/** The capacity arithmetic as data: workers needed (fractional, and at least), and how long a burst takes to drain with how many. */
+function capacityJson(load: CapacityOptions) {
+  const result = capacity(load);
+  return {
+    jobsPerHour: load.jobsPerHour,
+    durationMs: load.durationMs,
+    workers: result.workers,
+    minWorkers: result.minWorkers,
+    ...(load.burst === undefined ? {} : { burst: load.burst, burstWorkers: load.workers ?? result.minWorkers, burstClearMs: result.burstClearMs }),
   };
 }
 
