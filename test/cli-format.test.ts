@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { connect } from "node:net";
 import { networkInterfaces } from "node:os";
@@ -6,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { drain } from "../src/testing/drain.js";
 import { cliDatabase, errandCli } from "./support/cli.js";
 import { eventually } from "./support/db.js";
-import { root, spawnErrand } from "./support/process.js";
+import { errandBin, root, spawnErrand } from "./support/process.js";
 
 // The CLI's conventions (README, "CLI"): one JSON document per --json run, tables that fit
 // the width, colour only where wanted, exit codes. One database for the file: CLI runs are
@@ -147,6 +148,28 @@ describe("tables", () => {
     const snapshots = watch.stdout().trimEnd().split("\n\n");
     expect(snapshots.length).toBeGreaterThanOrEqual(3);
     for (const snapshot of snapshots) expect(snapshot).toMatch(/\nkind\s+ready[^]*\n\(total\)\s+2\s+1\s[^]*\nat \S+Z\n1 dead job waits for a person: errand dead list$/);
+  }, 120_000);
+
+  it("stats --watch on a terminal redraws in place, in colour, at the terminal's width, until Ctrl-C", async () => {
+    // script(1) (util-linux, in every Debian) gives the CLI a real pseudo-terminal.
+    const quote = (arg: string) => `'${arg.replace(/'/g, "'\\''")}'`;
+    const command = ["stty cols 72; exec", ...[process.execPath, errandBin, "stats", "--watch", "0.2", ...db.flags].map(quote)].join(" ");
+    const child = spawn("script", ["-qfec", command, "/dev/null"], { cwd: root, env: { ...process.env, DATABASE_URL: "", COLUMNS: "200" } });
+    let out = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (out += chunk));
+    child.stdin.on("error", () => {}); // Ctrl-C may race the end of the session
+    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    try {
+      await eventually(() => out.split("\u001b[H\u001b[2J").length > 3, 60_000, "three redraws");
+      child.stdin.write("\u0003");
+      expect(await exited).toBe(0);
+    } finally {
+      child.kill("SIGKILL");
+    }
+    const screens = out.split("\u001b[H\u001b[2J").slice(1);
+    expect(screens.length).toBeGreaterThanOrEqual(3);
+    expect(screens[0]).toContain("\u001b[1mkind\u001b[22m");
+    for (const line of lines(screens.join("").replace(/\r/g, ""))) expect(Array.from(line).length, line).toBeLessThanOrEqual(72);
   }, 120_000);
 });
 

@@ -17,7 +17,7 @@ export interface Terminal {
 }
 
 /** Width assumed when the stream is not a terminal and `$COLUMNS` does not say. */
-export const defaultWidth = 80;
+const defaultWidth = 80;
 
 /**
  * What `stream` can show: a terminal's own width, else `$COLUMNS`, else 80. Colour follows
