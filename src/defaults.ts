@@ -53,6 +53,12 @@ export const defaultDeadListLimit = 100;
 /** Seconds between refreshes of `errand stats --watch`. */
 export const defaultWatchMs = 2_000;
 
+/**
+ * `errand metrics`' bind address: loopback, like the dashboard's, since /metrics has no
+ * authentication and names every kind; a scraper on another host needs `--host`.
+ */
+export const defaultMetricsHost = "127.0.0.1";
+
 /** The dashboard's port. */
 export const defaultDashboardPort = 4000;
 

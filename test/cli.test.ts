@@ -39,10 +39,10 @@ describe("errand CLI", () => {
     expect(result.code).toBe(0);
     expect(result.stdout).toContain('"event":"stopped"');
     expect(result.stdout).toContain('"event":"job_dead"');
-    const listed = await cli("dead", "list");
-    expect(listed.stdout).toMatch(new RegExp(`^${id}\\talways_fails\\tattempts 1/1\\t.*Error: the fixture always fails`, "m"));
+    const listed = await errandCli(["dead", "list", ...db.flags], { COLUMNS: "200" });
+    expect(listed.stdout).toMatch(new RegExp(`^ *${id}  always_fails +1/1  \\S+Z  Error: the fixture always fails$`, "m"));
     const json = await cli("dead", "list", "--json", "--kind", "always_fails");
-    expect(JSON.parse(json.stdout.trim().split("\n")[0]!)).toMatchObject({ id, kind: "always_fails", status: "dead" });
+    expect(JSON.parse(json.stdout)).toEqual([expect.objectContaining({ id, kind: "always_fails", status: "dead" })]);
     expect((await cli("dead", "retry", id)).stdout).toBe(`retried 1 job: ${id}\n`);
     expect((await cli("dead", "list")).stdout).toBe("no dead jobs\n");
     const missing = await cli("dead", "discard", id);

@@ -3,6 +3,7 @@ import { defaultMaxAttempts, defaultMaxPayloadBytes, defaultPriority } from "../
 import { encodeJobs } from "../enqueue.js";
 import { checkDate, maxMaxAttempts } from "../validate.js";
 import { type DatabaseFlags, cliArg, intArg, openFromFlags, secondsArg, withDatabase } from "./common.js";
+import { printJson } from "./output.js";
 
 interface EnqueueFlags extends DatabaseFlags {
   readonly dedupeKey?: string;
@@ -10,20 +11,22 @@ interface EnqueueFlags extends DatabaseFlags {
   readonly delay?: number;
   readonly maxAttempts?: number;
   readonly priority?: number;
+  readonly json?: boolean;
 }
 
 export function register(program: Command): void {
   withDatabase(
     program
       .command("enqueue")
-      .description("enqueue one job and print its id")
+      .description("enqueue one job and print its id (with --json, the job)")
       .argument("<kind>", "job kind, e.g. send_receipt")
       .argument("<json>", "payload as JSON, e.g. '{\"order_id\": 1042}'", parseJsonArg)
       .option("--dedupe-key <key>", "a second enqueue with the same key is a no-op")
       .option("--run-at <iso>", "run no earlier than this ISO 8601 time, e.g. 2026-12-01T09:00:00Z", cliArg((value) => checkDate(value, "runAt")))
       .option("--delay <seconds>", "run no earlier than this many seconds from now", secondsArg())
       .option("--max-attempts <n>", `attempts before the job is dead (default ${defaultMaxAttempts})`, intArg(1, maxMaxAttempts))
-      .option("--priority <n>", `higher runs first (default ${defaultPriority})`, intArg(-2_147_483_648, 2_147_483_647)),
+      .option("--priority <n>", `higher runs first (default ${defaultPriority})`, intArg(-2_147_483_648, 2_147_483_647))
+      .option("--json", 'print the job as one JSON object, with "duplicate": true when the dedupe key was taken'),
   ).action(async (kind: string, payload: unknown, flags: EnqueueFlags) => {
     if (flags.runAt && flags.delay !== undefined) throw new InvalidArgumentError("give --run-at or --delay, not both");
     const options = {
@@ -38,7 +41,11 @@ export function register(program: Command): void {
     const errand = await openFromFlags(flags);
     try {
       const result = await errand.enqueue(kind, payload, options);
-      console.log(result.id);
+      if (flags.json) {
+        // The row as stored (defaults filled in); a worker may already have run it.
+        const job = await errand.getJob(result.id);
+        printJson({ ...(job ?? { id: result.id }), duplicate: result.duplicate });
+      } else console.log(result.id);
       if (result.duplicate) console.error(`duplicate: a job with dedupe key '${flags.dedupeKey}' already exists (id ${result.id}); nothing was enqueued`);
     } finally {
       await errand.close();

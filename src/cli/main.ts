@@ -35,10 +35,15 @@ try {
   await closeOpened();
 }
 
-/** One line on stderr, never a stack trace; exit 2 for bad arguments, 1 for failures. */
+/**
+ * One line on stderr, never a stack trace; exit 2 for bad arguments, 1 for failures. Help
+ * asked for (`--help`, `errand help`) exits 0; help shown because no command was given
+ * (`errand`, `errand dead`) went to stderr and exits 2, like any other incomplete command line.
+ */
 function report(error: unknown): number {
   if (error instanceof CommanderError) {
-    if (error.code === "commander.helpDisplayed" || error.code === "commander.version" || error.code === "commander.help") return 0;
+    if (error.code === "commander.helpDisplayed" || error.code === "commander.version") return 0;
+    if (error.code === "commander.help") return error.exitCode === 0 ? 0 : 2;
     say(error.message.replace(/^error: /, ""));
     return 2;
   }

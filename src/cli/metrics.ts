@@ -3,12 +3,12 @@ import type { Notifier } from "../observe/alerts.js";
 import { parseDuration } from "../human-format.js";
 import { startMetricsServer } from "../observe/metrics-server.js";
 import { telegramNotifier, webhookNotifier } from "../observe/notifiers.js";
-import { defaultSchema } from "../defaults.js";
+import { defaultMetricsHost, defaultSchema } from "../defaults.js";
 import { type DatabaseFlags, databaseLabel, intArg, logLine, openFromFlags, withDatabase } from "./common.js";
 
 interface MetricsFlags extends DatabaseFlags {
   readonly port: number;
-  readonly host?: string;
+  readonly host: string;
   readonly alertWebhook?: string;
   readonly alertTelegramChat?: string;
   readonly alertInterval?: string;
@@ -24,7 +24,7 @@ export function register(program: Command): void {
       .command("metrics")
       .description("serve Prometheus /metrics with the queue's figures; with --alert-* also send alerts (once per incident, and when resolved)")
       .requiredOption("--port <n>", "port for GET /metrics", intArg(0, 65_535))
-      .option("--host <address>", "interface to bind (default 0.0.0.0)")
+      .option("--host <address>", "address to bind; 0.0.0.0 for a scraper on another host (/metrics has no authentication)", defaultMetricsHost)
       .option("--alert-webhook <url>", "POST each alert as JSON to this URL")
       .option("--alert-telegram-chat <id>", "send each alert to this Telegram chat (bot token from $TELEGRAM_BOT_TOKEN)")
       .option("--alert-interval <duration>", "time between alert checks (default 30s)")
@@ -35,8 +35,8 @@ export function register(program: Command): void {
     const notifiers = buildNotifiers(flags);
     logLine({ level: "info", event: "starting", database: databaseLabel(flags), schema: flags.schema ?? defaultSchema });
     const errand = await openFromFlags(flags);
-    const server = await startMetricsServer({ port: flags.port, ...(flags.host ? { host: flags.host } : {}), stats: () => errand.stats() });
-    logLine({ level: "info", event: "metrics_listening", port: server.port, path: "/metrics" });
+    const server = await startMetricsServer({ port: flags.port, host: flags.host, stats: () => errand.stats() });
+    logLine({ level: "info", event: "metrics_listening", host: flags.host, port: server.port, path: "/metrics" });
     const alerter = notifiers.length
       ? errand.alerter({
           notifiers: [...notifiers, { notify: async (alert) => logLine({ level: alert.status === "firing" ? "warn" : "info", event: `alert_${alert.status}`, key: alert.key, message: alert.message }) }],

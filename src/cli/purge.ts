@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { defaultPurgeBatchSize, defaultRetentionMs } from "../defaults.js";
 import { humanAge, parseDuration } from "../human-format.js";
 import { type DatabaseFlags, intArg, openFromFlags, withDatabase } from "./common.js";
+import { printJson } from "./output.js";
 
 interface PurgeFlags extends DatabaseFlags {
   readonly olderThan?: string;
@@ -21,7 +22,7 @@ export function register(program: Command): void {
       .option("--dead-older-than <duration>", "also delete dead jobs that died longer ago than this")
       .option("--batch-size <n>", `rows per DELETE, each its own short transaction (default ${defaultPurgeBatchSize})`, intArg(1, 100_000))
       .option("--dry-run", "only count what would be deleted")
-      .option("--json", "print the result as JSON"),
+      .option("--json", 'print one JSON object: {"done", "dead", "batches", "dryRun"}'),
   ).action(async (flags: PurgeFlags) => {
     const olderThanMs = flags.olderThan === undefined ? defaultRetentionMs : parseDuration(flags.olderThan, "--older-than");
     const deadOlderThanMs = flags.deadOlderThan === undefined ? undefined : parseDuration(flags.deadOlderThan, "--dead-older-than");
@@ -34,7 +35,7 @@ export function register(program: Command): void {
         dryRun: flags.dryRun === true,
       });
       if (flags.json) {
-        process.stdout.write(`${JSON.stringify(result)}\n`);
+        printJson(result);
         return;
       }
       const verb = result.dryRun ? "would delete" : "deleted";

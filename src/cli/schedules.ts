@@ -2,6 +2,8 @@ import type { Command } from "commander";
 import type { ScheduleInfo } from "../schedules/info.js";
 import type { SchedulerEvent } from "../schedules/scheduler.js";
 import { type DatabaseFlags, logLine, openFromFlags, withDatabase } from "./common.js";
+import { printJson, terminal } from "./output.js";
+import { type Column, renderTable } from "./table.js";
 
 /** `errand schedules [list|pause|resume|remove]`. */
 export function register(program: Command): void {
@@ -11,16 +13,13 @@ export function register(program: Command): void {
     schedules
       .command("list", { isDefault: true })
       .description("each schedule with its next run, last slot, last success and policy")
-      .option("--json", "one JSON object per line"),
+      .option("--json", "print a JSON array of the schedules"),
   ).action(async (flags: DatabaseFlags & { json?: boolean }) => {
     const errand = await openFromFlags(flags);
     try {
       const list = await errand.schedules.list();
-      if (flags.json) {
-        for (const info of list) console.log(JSON.stringify(info));
-        return;
-      }
-      console.log(list.length === 0 ? "no schedules" : formatTable(list));
+      if (flags.json) printJson(list);
+      else console.log(list.length === 0 ? "no schedules" : renderTable(scheduleColumns, list, terminal()).join("\n"));
     } finally {
       await errand.close();
     }
@@ -43,32 +42,35 @@ export function register(program: Command): void {
   }
 }
 
-/** An aligned table, one schedule per row. */
-function formatTable(list: readonly ScheduleInfo[]): string {
-  const header = ["NAME", "CRON", "ZONE", "KIND", "NEXT RUN", "LAST SLOT", "LAST SUCCESS", "POLICY"];
-  const rows = list.map((s) => [
-    s.name,
-    s.cron,
-    s.timezone,
-    s.kind,
-    s.paused ? "paused" : time(s.nextRun),
-    s.lastSlot === null ? "-" : `${time(s.lastSlot)}${lastOutcome(s)}`,
-    s.lastSuccess === null ? "-" : time(s.lastSuccess.slot),
-    `overlap ${s.overlap}, missed ${s.missed}${s.missed === "catch_up" ? ` (≤${s.catchUpLimit})` : ""}`,
-  ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
-  return [header, ...rows].map((row) => row.map((cell, i) => cell.padEnd(widths[i]!)).join("  ").trimEnd()).join("\n");
-}
+/**
+ * One schedule per row. On a narrow terminal the configuration (policy, zone, kind, cron)
+ * gives way before what it is doing now (next run, last slot and how it went).
+ */
+const scheduleColumns: readonly Column<ScheduleInfo>[] = [
+  { header: "NAME", cell: (s) => s.name, minWidth: 12 },
+  { header: "CRON", cell: (s) => s.cron, minWidth: 9, hideRank: 1 },
+  { header: "ZONE", cell: (s) => s.timezone, minWidth: 8, hideRank: 5 },
+  { header: "KIND", cell: (s) => s.kind, minWidth: 10, hideRank: 4 },
+  { header: "NEXT RUN", cell: (s) => (s.paused ? "paused" : time(s.nextRun)), style: (s) => (s.paused ? "yellow" : undefined) },
+  { header: "LAST SLOT", cell: (s) => time(s.lastSlot) },
+  { header: "OUTCOME", cell: lastOutcome, minWidth: 10, hideRank: 2, style: (s) => (/dead|skipped/.test(lastOutcome(s)) ? "yellow" : undefined) },
+  { header: "LAST SUCCESS", cell: (s) => time(s.lastSuccess?.slot ?? null), hideRank: 3 },
+  { header: "POLICY", cell: (s) => `overlap ${s.overlap}, missed ${s.missed}${s.missed === "catch_up" ? ` (≤${s.catchUpLimit})` : ""}`, minWidth: 12, hideRank: 6 },
+];
 
+/** What became of the last slot: its job and that job's status now, or why it was skipped. */
 function lastOutcome(s: ScheduleInfo): string {
   const enqueued = s.lastEnqueued && s.lastSlot && s.lastEnqueued.slot.getTime() === s.lastSlot.getTime() ? s.lastEnqueued : null;
-  if (enqueued) return ` (job ${enqueued.jobId} ${enqueued.status ?? "purged"})`;
-  if (s.lastSkipped && s.lastSlot && s.lastSkipped.slot.getTime() === s.lastSlot.getTime()) return ` (skipped: ${s.lastSkipped.reason.split(":")[0]})`;
-  return "";
+  if (enqueued) return `job ${enqueued.jobId} ${enqueued.status ?? "purged"}`;
+  if (s.lastSkipped && s.lastSlot && s.lastSkipped.slot.getTime() === s.lastSlot.getTime()) return `skipped: ${s.lastSkipped.reason.split(":")[0]}`;
+  return "-";
 }
 
+/** A slot in UTC, to the minute unless it has seconds (six-field crons): `2026-01-01T09:00Z`. */
 function time(date: Date | null): string {
-  return date === null ? "-" : date.toISOString().replace(".000Z", "Z");
+  if (date === null) return "-";
+  const iso = date.toISOString();
+  return iso.endsWith(":00.000Z") ? `${iso.slice(0, 16)}Z` : iso.replace(".000Z", "Z");
 }
 
 /** Logs a scheduler event as one JSON line, like the worker's events (used by `errand worker`). */

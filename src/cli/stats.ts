@@ -3,6 +3,9 @@ import { humanAge } from "../human-format.js";
 import type { KindStats, QueueStats } from "../observe/stats.js";
 import { defaultWatchMs } from "../defaults.js";
 import { type DatabaseFlags, inSeconds, openFromFlags, secondsArg, withDatabase } from "./common.js";
+import { checkKindFilter } from "./kind-filter.js";
+import { type Terminal, paint, printJson, terminal } from "./output.js";
+import { type Column, renderTable } from "./table.js";
 
 interface StatsFlags extends DatabaseFlags {
   readonly json?: boolean;
@@ -10,22 +13,33 @@ interface StatsFlags extends DatabaseFlags {
   readonly kind?: string;
 }
 
-/** `errand stats [--json] [--watch [seconds]]`: queue depth, ages, recent outcomes, dead letters. */
+/** Clears a terminal and puts the cursor top left, so each refresh redraws in place. */
+const redraw = "\x1b[H\x1b[2J";
+
+/** `errand stats [--json] [--watch [seconds]] [--kind K]`: queue depth, ages, recent outcomes, dead letters. */
 export function register(program: Command): void {
   withDatabase(
     program
       .command("stats")
       .description("queue figures per kind and in total: ready, scheduled, running, done, dead, oldest ready age, recent outcomes")
-      .option("--json", "print JSON (one object per line with --watch)")
-      .option("--watch [seconds]", `refresh every few seconds (default ${inSeconds(defaultWatchMs)}) until Ctrl-C`, secondsArg(false))
+      .option("--json", "print one JSON object (with --watch, one per refresh, one per line)")
+      .option("--watch [seconds]", `refresh every few seconds (default ${inSeconds(defaultWatchMs)}) until Ctrl-C: in place on a terminal, one snapshot after another when piped`, secondsArg(false))
       .option("--kind <kind>", "only this kind"),
   ).action(async (flags: StatsFlags) => {
     const errand = await openFromFlags(flags);
+    let first = true;
     const show = async () => {
       const stats = await errand.stats();
+      if (first && flags.kind !== undefined && !stats.kinds[flags.kind]) await checkKindFilter(errand, flags.kind, stats);
       const shown = flags.kind === undefined ? stats : { ...stats, kinds: stats.kinds[flags.kind] ? { [flags.kind]: stats.kinds[flags.kind]! } : {} };
-      if (flags.json) process.stdout.write(`${JSON.stringify(shown)}\n`);
-      else process.stdout.write(`${flags.watch && process.stdout.isTTY ? "\x1b[2J\x1b[H" : ""}${formatStats(shown, flags.kind === undefined)}`);
+      if (flags.json) printJson(shown);
+      else {
+        const term = terminal();
+        // Piped, each snapshot follows the last, a blank line between: a log, not a screen.
+        const before = flags.watch === undefined ? "" : term.tty ? redraw : first ? "" : "\n";
+        process.stdout.write(`${before}${formatStats(shown, flags.kind === undefined, term)}`);
+      }
+      first = false;
     };
     if (flags.watch === undefined) {
       try {
@@ -53,31 +67,32 @@ export function register(program: Command): void {
   });
 }
 
-const columns: readonly [string, (s: KindStats) => string][] = [
-  ["ready", (s) => count(s.ready)],
-  ["scheduled", (s) => count(s.scheduled)],
-  ["running", (s) => count(s.running)],
-  ["done", (s) => count(s.done)],
-  ["dead", (s) => count(s.dead)],
-  ["oldest ready", (s) => (s.oldestReadyAgeMs === null ? "-" : humanAge(s.oldestReadyAgeMs))],
-  ["expired leases", (s) => count(s.expiredLeases)],
-  ["done/1m", (s) => count(s.lastMinute.completed)],
-  ["failed/1m", (s) => count(s.lastMinute.failed)],
-  ["done/1h", (s) => count(s.lastHour.completed)],
-  ["failed/1h", (s) => count(s.lastHour.failed)],
-  ["fail rate/1h", (s) => (s.lastHour.failureRate === null ? "-" : `${(s.lastHour.failureRate * 100).toFixed(1)}%`)],
+/** A figure per column; the ranked ones give way, highest rank first, on a narrow terminal. */
+const columns: readonly Column<[string, KindStats]>[] = [
+  { header: "kind", cell: ([kind]) => kind, minWidth: 12 },
+  { header: "ready", cell: ([, s]) => count(s.ready), right: true },
+  { header: "scheduled", cell: ([, s]) => count(s.scheduled), right: true },
+  { header: "running", cell: ([, s]) => count(s.running), right: true },
+  { header: "done", cell: ([, s]) => count(s.done), right: true, hideRank: 3 },
+  { header: "dead", cell: ([, s]) => count(s.dead), right: true, style: ([, s]) => (s.dead > 0 ? "red" : undefined) },
+  { header: "oldest ready", cell: ([, s]) => (s.oldestReadyAgeMs === null ? "-" : humanAge(s.oldestReadyAgeMs)), right: true },
+  { header: "expired leases", cell: ([, s]) => count(s.expiredLeases), right: true, hideRank: 1, style: ([, s]) => (s.expiredLeases > 0 ? "yellow" : undefined) },
+  { header: "done/1m", cell: ([, s]) => count(s.lastMinute.completed), right: true, hideRank: 7 },
+  { header: "failed/1m", cell: ([, s]) => count(s.lastMinute.failed), right: true, hideRank: 6 },
+  { header: "done/1h", cell: ([, s]) => count(s.lastHour.completed), right: true, hideRank: 5 },
+  { header: "failed/1h", cell: ([, s]) => count(s.lastHour.failed), right: true, hideRank: 4 },
+  { header: "fail rate/1h", cell: ([, s]) => (s.lastHour.failureRate === null ? "-" : `${(s.lastHour.failureRate * 100).toFixed(1)}%`), right: true, hideRank: 2 },
 ];
 
-/** The stats as an aligned table, one row per kind and a total. */
-function formatStats(stats: QueueStats, withTotal = true): string {
-  const rows: string[][] = [["kind", ...columns.map(([name]) => name)]];
-  for (const [kind, s] of Object.entries(stats.kinds)) rows.push([kind, ...columns.map(([, cell]) => cell(s))]);
-  if (withTotal) rows.push(["(total)", ...columns.map(([, cell]) => cell(stats.total))]);
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
-  const lines = rows.map((row) => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join("  ").trimEnd());
+/** The stats as a table, one row per kind and a total, then when they were read. */
+function formatStats(stats: QueueStats, withTotal: boolean, term: Terminal): string {
+  const rows: [string, KindStats][] = Object.entries(stats.kinds);
+  if (withTotal) rows.push(["(total)", stats.total]);
+  const lines = renderTable(columns, rows, term);
+  lines.push(`at ${stats.at.toISOString()}`);
   const dead = stats.total.dead;
-  const footer = dead > 0 ? `\n${dead} dead ${dead === 1 ? "job waits" : "jobs wait"} for a person: errand dead list` : "";
-  return `${lines.join("\n")}\nat ${stats.at.toISOString()}${footer}\n`;
+  if (dead > 0) lines.push(paint(term, "red", `${dead} dead ${dead === 1 ? "job waits" : "jobs wait"} for a person: errand dead list`));
+  return `${lines.join("\n")}\n`;
 }
 
 function count(n: number): string {
