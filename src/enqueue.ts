@@ -1,7 +1,7 @@
 /**
  * Enqueue, in one place: a job spec is validated (the error names the field), encoded as
  * one JSON object with named fields, and inserted with the rest of its batch in one
- * statement (`enqueue` / `enqueuePlain` in src/sql/queries.ts read the same names).
+ * statement (`enqueue` / `enqueuePlain` in src/sql/jobs.ts read the same names).
  */
 import { defaultMaxAttempts, defaultPriority, defaultRetryPolicy } from "./defaults.js";
 import type { Driver, Queryable, Statement } from "./driver/types.js";
@@ -9,7 +9,7 @@ import { ErrandError, ValidationError } from "./errors.js";
 import type { ResolvedKind } from "./options.js";
 import { serialisePayload } from "./payload.js";
 import { type RetryPolicy, resolveRetryPolicy } from "./retry-policy.js";
-import { queriesFor } from "./sql/queries.js";
+import { queriesFor } from "./sql/jobs.js";
 import { checkDate, checkKeys, checkMaxAttempts, checkText, integer, nonNegativeMs } from "./validate.js";
 
 /** Options for one job at enqueue time. */
@@ -111,7 +111,7 @@ export interface EncodedJobs {
   /**
    * A JSON array with one object per job, keyed by column: `kind`, `payload`, `run_at`
    * (ISO text; absent = now), `delay_ms` (absent = 0), `max_attempts`, `priority`,
-   * `dedupe_key` and `retry` (absent = none). `jobFields` in src/sql/queries.ts reads them.
+   * `dedupe_key` and `retry` (absent = none). `jobFields` in src/sql/jobs.ts reads them.
    */
   readonly json: string;
   /** Each job's dedupe key, or null, in input order. */

@@ -1,7 +1,7 @@
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { Errand } from "../src/index.js";
-import { byId, queriesFor } from "../src/sql/queries.js";
+import { byId, queriesFor } from "../src/sql/jobs.js";
 import { freshSchema } from "./support/db.js";
 
 // PostgreSQL only. The worker's batch statements must keep a plan that is linear in the

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { maxUnstartedRefunds } from "../src/sql/queries.js";
+import { maxUnstartedRefunds } from "../src/sql/jobs.js";
 import { type TestErrand, eventually, testErrand } from "./support/db.js";
 
 // An attempt is spent when a handler starts, not when a job is claimed ahead into a

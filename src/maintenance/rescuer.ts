@@ -1,6 +1,6 @@
 import type { Driver } from "../driver/types.js";
 import { checkKeys, positiveMs } from "../options.js";
-import { queriesFor } from "../sql/queries.js";
+import { queriesFor } from "../sql/jobs.js";
 import { Repeater, type Service } from "./service.js";
 
 /** How often a rescuer runs unless told otherwise: 30 s (a crashed worker's jobs come back within lease + this). */

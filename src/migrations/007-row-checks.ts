@@ -13,7 +13,7 @@ export const migration: Migration = {
 -- does not scan the rows already there. Validating would read the whole table under a
 -- lock that stops every worker, and one old bad row would make this migration fail and
 -- leave the schema behind. The statements stay robust to such old rows instead (see
--- src/sql/queries.ts); an operator who wants the guarantee for old rows too can run
+-- src/sql/jobs.ts); an operator who wants the guarantee for old rows too can run
 -- \`ALTER TABLE … VALIDATE CONSTRAINT …\`, which does not block the queue.
 ALTER TABLE {{schema}}.jobs
   ADD CONSTRAINT jobs_errors_array CHECK (jsonb_typeof(errors) = 'array') NOT VALID,

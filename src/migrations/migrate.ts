@@ -1,6 +1,6 @@
 import { ErrandError } from "../errors.js";
 import type { Driver } from "../driver/types.js";
-import { channelFor, qualified } from "../sql/schema.js";
+import { channelFor, qualified } from "../sql/statement.js";
 import { migrations as shipped } from "./index.js";
 import type { Migration } from "./migration.js";
 

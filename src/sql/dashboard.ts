@@ -1,5 +1,5 @@
 import type { Statement } from "../driver/types.js";
-import { memoisePerSchema, qualified, statement } from "./schema.js";
+import { memoisePerSchema, qualified, statement } from "./statement.js";
 
 /** The dashboard's statements, for one schema. Built once per schema. */
 export interface DashboardQueries {

@@ -1,5 +1,5 @@
 import type { Statement } from "../driver/types.js";
-import { memoisePerSchema, qualified, statement } from "./schema.js";
+import { memoisePerSchema, qualified, statement } from "./statement.js";
 
 /** The statements of stats, the pruner and alerts, for one schema. */
 export interface ObserveQueries {

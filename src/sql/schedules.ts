@@ -1,5 +1,5 @@
 import type { Statement } from "../driver/types.js";
-import { memoisePerSchema, qualified, statement } from "./schema.js";
+import { memoisePerSchema, qualified, statement } from "./statement.js";
 
 /** Every statement the schedules and the scheduler run, for one schema. */
 export interface ScheduleQueries {

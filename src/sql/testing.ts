@@ -1,5 +1,5 @@
 import type { Statement } from "../driver/types.js";
-import { memoisePerSchema, qualified, statement } from "./schema.js";
+import { memoisePerSchema, qualified, statement } from "./statement.js";
 
 /** The statements the `errand/testing` helpers run (and nothing else does), one set per schema. */
 export interface TestingQueries {

@@ -2,7 +2,7 @@ import { ErrandError } from "../errors.js";
 import { type RetryPolicy, decodeRetryPolicy } from "../retry-policy.js";
 import { type ClaimedJob, describeError } from "./executor.js";
 
-/** A row of the claim statement (see `claim` in src/sql/queries.ts). */
+/** A row of the claim statement (see `claim` in src/sql/jobs.ts). */
 export interface ClaimRow {
   id: string | number;
   kind: string;

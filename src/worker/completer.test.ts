@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Driver, Statement } from "../driver/types.js";
-import { queriesFor } from "../sql/queries.js";
+import { queriesFor } from "../sql/jobs.js";
 import { Completer, isRowError, maxRowsPerWrite } from "./completer.js";
 import type { ClaimedJob } from "./executor.js";
 

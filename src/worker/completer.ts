@@ -1,7 +1,7 @@
 import { type Clock, systemClock } from "../clock.js";
 import type { Driver } from "../driver/types.js";
 import { ErrandError } from "../errors.js";
-import { type Queries, byId } from "../sql/queries.js";
+import { type Queries, byId } from "../sql/jobs.js";
 import type { ClaimedJob, Outcome } from "./executor.js";
 
 /** What the completer writes for a job: its outcome, a release, or (see `started`) its start. */
@@ -253,7 +253,7 @@ export class Completer {
  * write) is split into several statements that run side by side, so no single write holds
  * its row locks (and delays heartbeats and other workers' rescues) for long. (A 10,000-row
  * update was once measured ~8× slower per row than 1,000-row ones: the statements joined
- * `unnest(...)` and their plan could turn quadratic — see `byId` in src/sql/queries.ts.)
+ * `unnest(...)` and their plan could turn quadratic — see `byId` in src/sql/jobs.ts.)
  */
 export const maxRowsPerWrite = 1000;
 

@@ -1,7 +1,7 @@
 import type { Clock } from "../clock.js";
 import type { Driver } from "../driver/types.js";
 import { ErrandError } from "../errors.js";
-import { type Queries, byId } from "../sql/queries.js";
+import { type Queries, byId } from "../sql/jobs.js";
 import type { ClaimedJob } from "./executor.js";
 import type { LocalLeases } from "./leases.js";
 import type { WorkerEvent, WorkerSettings } from "./worker-options.js";

@@ -2,7 +2,7 @@ import type { Clock } from "../clock.js";
 import type { Driver } from "../driver/types.js";
 import { ErrandError } from "../errors.js";
 import type { RetryPolicy } from "../retry-policy.js";
-import type { Queries } from "../sql/queries.js";
+import type { Queries } from "../sql/jobs.js";
 import { type ClaimRow, decodeClaimRow } from "./claim.js";
 import type { Completer } from "./completer.js";
 import type { ClaimedJob } from "./executor.js";

@@ -1,5 +1,5 @@
 import type { Statement } from "../driver/types.js";
-import { channelFor, memoisePerSchema, qualified, statement } from "./schema.js";
+import { channelFor, memoisePerSchema, qualified, statement } from "./statement.js";
 
 /** Every statement errand runs, for one schema. Built once per client. */
 export interface Queries {
