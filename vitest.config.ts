@@ -50,7 +50,7 @@ export default defineConfig({
                 name: "postgres",
                 include: ["test/**/*.test.ts"],
                 // The test command's own test is about this file, not a database: once is enough.
-                exclude: ["test/test-command.test.ts", ...(absent.includes(chromium) ? ["test/browser/**"] : [])],
+                exclude: ["test/package/test-command.test.ts", ...(absent.includes(chromium) ? ["test/browser/**"] : [])],
                 env: { ERRAND_TEST_DB: "postgres", ERRAND_TEST_URL: postgresUrl },
               },
             },

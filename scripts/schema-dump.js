@@ -1,6 +1,6 @@
 // Writes schema.sql: errand's schema after every migration, as pg_dump prints it, with
 // the schema named `errand` and version-specific noise removed. The committed file is
-// the one place to read the whole schema; test/schema.pg.test.ts fails when it is stale.
+// the one place to read the whole schema; test/database/schema.pg.test.ts fails when it is stale.
 // Usage: node scripts/schema-dump.js [--check]   (needs pg_dump and DATABASE_URL or the local server)
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { PGlite } from "@electric-sql/pglite";
-import { afterAll, inject } from "vitest";
+import { afterAll, afterEach, beforeEach, inject } from "vitest";
 import { Errand, type ErrandOptions } from "../../src/index.js";
 import type { SqlClient } from "../../src/client.js";
 
@@ -101,6 +101,29 @@ export async function testErrand(options: Omit<ErrandOptions, "db" | "connection
       await raw.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
     },
   };
+}
+
+/**
+ * The setup most test files share: each test gets its own {@link testErrand} (a fresh
+ * schema, migrated), cleaned up after it. Call at the top of a file or `describe`; the
+ * returned handle reads the current test's.
+ */
+export function useTestErrand(options: Parameters<typeof testErrand>[0] = {}): TestErrand {
+  let current: TestErrand | undefined;
+  beforeEach(async () => {
+    current = await testErrand(options);
+  });
+  afterEach(async () => {
+    await current?.cleanup();
+    current = undefined;
+  });
+  return new Proxy({} as TestErrand, {
+    get(_, key) {
+      if (!current) throw new Error("useTestErrand(): its errand exists only while a test runs");
+      const value: unknown = Reflect.get(current, key);
+      return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(current) : value;
+    },
+  });
 }
 
 /** Polls `check` until it returns a truthy value or `timeoutMs` passes. */

@@ -1,0 +1,87 @@
+import { describe, expect, it } from "vitest";
+import { Pruner, Purger } from "../../src/maintenance/purger.js";
+import { useTestErrand } from "../support/db.js";
+
+const t = useTestErrand();
+
+const day = 86_400_000;
+
+/**
+ * `n` jobs of `kind` moved to `status`, finished `daysAgo` days ago. Plain SQL is not
+ * counted by errand's statements, so the done count is added as the completer would.
+ */
+async function seed(n: number, kind: string, status: "done" | "dead", daysAgo: number): Promise<void> {
+  await t.sql(`INSERT INTO ${t.schema}.jobs (kind, payload) SELECT $1, to_jsonb(g) FROM generate_series(1, $2) g`, [kind, n]);
+  await t.sql(`UPDATE ${t.schema}.jobs SET status = $1, attempts = 1, finished_at = now() - $2 * interval '1 day' WHERE kind = $3 AND status = 'ready'`, [status, daysAgo, kind]);
+  if (status === "done") {
+    await t.sql(`INSERT INTO ${t.schema}.done_counts AS c (kind, shard, done) VALUES ($1, 0, $2)
+                 ON CONFLICT (kind, shard) DO UPDATE SET done = c.done + excluded.done`, [kind, n]);
+  }
+}
+
+const count = async (where: string) => Number((await t.sql<{ n: string }>(`SELECT count(*) AS n FROM ${t.schema}.jobs WHERE ${where}`))[0]!.n);
+
+describe("purger", () => {
+  it("deletes done jobs past 7 days in small batches and keeps dead jobs", async () => {
+    await seed(20_000, "old", "done", 8);
+    await seed(3_000, "recent", "done", 6);
+    await seed(500, "poison", "dead", 30);
+    await t.sql(`INSERT INTO ${t.schema}.jobs (kind, payload) SELECT 'waiting', '{}' FROM generate_series(1, 100)`);
+    expect((await t.errand.stats()).total.done).toBe(23_000);
+
+    expect(await t.errand.purge({ dryRun: true })).toEqual({ done: 20_000, dead: 0, batches: 0, dryRun: true });
+    expect(await count("true")).toBe(23_600);
+
+    const result = await t.errand.purge({ batchSize: 1000 });
+    expect(result).toEqual({ done: 20_000, dead: 0, batches: 21, dryRun: false });
+    expect(await count("status = 'done'")).toBe(3_000);
+    expect(await count("kind = 'old'")).toBe(0);
+    expect(await count("status = 'dead'")).toBe(500);
+    expect(await count("status = 'ready'")).toBe(100);
+    // The done count follows the deletes (the trigger sees each batch).
+    const stats = await t.errand.stats();
+    expect([stats.total.done, stats.kinds.recent!.done, stats.kinds.old?.done ?? 0]).toEqual([3_000, 3_000, 0]);
+    // Nothing left to do.
+    expect(await t.errand.purge()).toEqual({ done: 0, dead: 0, batches: 1, dryRun: false });
+  });
+
+  it("deletes dead jobs only when configured, and honours --older-than", async () => {
+    await seed(30, "poison", "dead", 40);
+    await seed(20, "fresh-poison", "dead", 2);
+    await seed(10, "k", "done", 2);
+    expect(await t.errand.purge({ olderThanMs: day, deadOlderThanMs: 30 * day, dryRun: true })).toEqual({ done: 10, dead: 30, batches: 0, dryRun: true });
+    expect(await t.errand.purge({ olderThanMs: day, deadOlderThanMs: 30 * day, batchSize: 7 })).toEqual({ done: 10, dead: 30, batches: 2 + 5, dryRun: false });
+    expect(await count("status = 'dead'")).toBe(20);
+    expect(await count("status = 'done'")).toBe(0);
+  });
+
+  it("drops stats buckets older than two hours", async () => {
+    await t.sql(`INSERT INTO ${t.schema}.outcome_counts (bucket, kind, shard, done) VALUES (now() - interval '3 hours', 'k', 0, 5), (now() - interval '30 minutes', 'k', 0, 7)`);
+    await t.errand.purge();
+    expect(await t.sql(`SELECT done FROM ${t.schema}.outcome_counts`)).toEqual([{ done: expect.anything() }]);
+    expect((await t.errand.stats()).total.lastHour.completed).toBe(7);
+  });
+
+  it("runs on a timer with start/stop and rejects bad options by name", async () => {
+    await seed(5, "k", "done", 10);
+    const results: number[] = [];
+    const purger = new Purger(t.errand.driver, t.schema, { intervalMs: 60_000, onPurge: (r) => results.push(r.done) });
+    await purger.start(); // resolves after the first purge
+    expect(results).toEqual([5]);
+    await purger.stop();
+    expect(results).toEqual([5]);
+    await expect(purger.runOnce()).resolves.toMatchObject({ done: 0 });
+    await expect(t.errand.purge({ batchSize: 0 })).rejects.toThrow(/batchSize: must be an integer/);
+    await expect(t.errand.purge({ olderThanMs: -1 })).rejects.toThrow(/olderThanMs: must be a number of milliseconds/);
+    await expect(t.errand.purge({ olderThan: 1 } as never)).rejects.toThrow(/olderThan: unknown option — did you mean 'olderThanMs'\?/);
+  });
+
+  it("still answers to its former name Pruner, whose onPrune receives each result", async () => {
+    await seed(3, "k", "done", 10);
+    const results: number[] = [];
+    const pruner = new Pruner(t.errand.driver, t.schema, { onPrune: (r) => results.push(r.done) });
+    await pruner.start();
+    await pruner.stop();
+    expect(results).toEqual([3]);
+  });
+});

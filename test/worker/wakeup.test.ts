@@ -1,0 +1,47 @@
+import { expect, it } from "vitest";
+import { Errand } from "../../src/index.js";
+import type { Driver, Statement } from "../../src/driver/types.js";
+import { eventually, useTestErrand } from "../support/db.js";
+
+const t = useTestErrand();
+
+it("a notification that arrives while an empty claim is on its way back is not lost", async () => {
+  // The first claim after start finds nothing; before its (empty) answer reaches the
+  // worker, a job is enqueued and its notification delivered. With a ten-minute poll, only
+  // that notification can make the worker look again.
+  let claims = 0;
+  let releaseFirstClaim!: () => void;
+  const firstClaimHeld = new Promise<void>((resolve) => (releaseFirstClaim = resolve));
+  let firstClaimAnswered!: () => void;
+  const firstClaimDone = new Promise<void>((resolve) => (firstClaimAnswered = resolve));
+  const driver: Driver = {
+    ...t.errand.driver,
+    run: async <Row>(statement: Statement, params: readonly unknown[]) => {
+      const result = await t.errand.driver.run<Row>(statement, params);
+      if (/FOR UPDATE SKIP LOCKED/.test(statement.text) && claims++ === 0) {
+        firstClaimAnswered();
+        await firstClaimHeld;
+      }
+      return result;
+    },
+    listen: (channel, onNotify, onReconnect) =>
+      t.errand.driver.listen(
+        channel,
+        () => {
+          onNotify();
+          releaseFirstClaim();
+        },
+        onReconnect,
+      ),
+    close: async () => {},
+  };
+  const errand = Errand.fromDriver(driver, { schema: t.schema });
+  const ran: string[] = [];
+  const worker = errand.worker({ handlers: { ping: async (_payload, ctx) => void ran.push(ctx.id) }, pollIntervalMs: 600_000, rescueIntervalMs: 0 });
+  await worker.start();
+  await firstClaimDone;
+  const { id } = await t.errand.enqueue("ping", {});
+  await eventually(() => ran.includes(id), 10_000, "the job to run");
+  await worker.stop();
+  expect(ran).toEqual([id]);
+});
