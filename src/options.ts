@@ -2,9 +2,6 @@ import { defaultMaxAttempts, defaultPriority } from "./defaults.js";
 import { type RetryPolicy, resolveRetryPolicy } from "./retry-policy.js";
 import { checkKeys, checkMaxAttempts, integer, positiveMs } from "./validate.js";
 
-// src/worker/worker-options.ts imports these from here; their home is validate.ts and defaults.ts.
-export { checkKeys, nonNegativeMs, positiveMs } from "./validate.js";
-export { defaultLeaseMs } from "./defaults.js";
 
 /** Settings for one job kind, shared by producers (defaults) and workers. */
 export interface KindOptions {

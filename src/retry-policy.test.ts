@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { defaultMaxAttempts, defaultRetryPolicy, resolveRetryPolicy, retryDelay } from "./retry-policy.js";
+import { defaultMaxAttempts, defaultRetryPolicy } from "./defaults.js";
+import { resolveRetryPolicy, retryDelay } from "./retry-policy.js";
 
 describe("retryDelay", () => {
   // The default policy's waits in seconds: failure #, wait, cumulative (before jitter).

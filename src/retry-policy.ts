@@ -1,3 +1,4 @@
+import { defaultRetryPolicy } from "./defaults.js";
 import { ValidationError } from "./errors.js";
 
 /**
@@ -19,16 +20,6 @@ export interface RetryPolicy {
   readonly jitter: number;
 }
 
-/** The default policy: 30 s after the first failure, doubling, at most 1 hour, ×0.5–1.0 jitter. */
-export const defaultRetryPolicy: RetryPolicy = Object.freeze({
-  baseDelayMs: 30_000,
-  maxDelayMs: 3_600_000,
-  factor: 2,
-  jitter: 0.5,
-});
-
-/** Default number of attempts before a job is dead. */
-export const defaultMaxAttempts = 8;
 
 /**
  * Milliseconds to wait after failure number `failure` (1-based).
@@ -65,14 +56,6 @@ export function resolveRetryPolicy(partial: Partial<RetryPolicy> | undefined, fi
 
 function nonNegative(value: unknown, field: string): void {
   if (typeof value !== "number" || !Number.isFinite(value) || value < 0) throw new ValidationError(field, "must be a finite number ≥ 0");
-}
-
-/** Checks a max-attempts value (a positive integer). */
-export function checkMaxAttempts(value: unknown, field: string): number {
-  if (typeof value !== "number" || !Number.isInteger(value) || value < 1 || value > 1_000_000) {
-    throw new ValidationError(field, `must be a positive integer (got ${JSON.stringify(value)})`);
-  }
-  return value;
 }
 
 /**

@@ -1,10 +1,9 @@
 import type { Driver } from "../driver/types.js";
-import { checkKeys, positiveMs } from "../options.js";
+import { defaultRescueIntervalMs } from "../defaults.js";
+import { checkKeys, positiveMs } from "../validate.js";
 import { queriesFor } from "../sql/jobs.js";
 import { Repeater, type Service } from "./service.js";
 
-/** How often a rescuer runs unless told otherwise: 30 s (a crashed worker's jobs come back within lease + this). */
-export const defaultRescueIntervalMs = 30_000;
 
 /** Most expired leases one run returns; the rest wait for the next run. */
 const rescueBatch = 1000;

@@ -1,4 +1,4 @@
-import { checkKeys, positiveMs } from "../options.js";
+import { checkKeys, positiveMs } from "../validate.js";
 import type { WorkerEvent } from "../worker/worker.js";
 import { EventLoopLag } from "./event-loop-lag.js";
 

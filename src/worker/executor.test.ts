@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { PermanentError, permanent } from "../errors.js";
-import { defaultRetryPolicy } from "../retry-policy.js";
+import { defaultRetryPolicy } from "../defaults.js";
 import { nastyThrownValues } from "../../test/support/thrown.js";
 import { type ClaimedJob, describeError, execute, maxErrorLength } from "./executor.js";
 

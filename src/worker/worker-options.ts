@@ -1,7 +1,7 @@
 import type { ResolvedKind } from "../options.js";
-import { checkKeys, defaultLeaseMs, nonNegativeMs, positiveMs } from "../options.js";
+import { defaultConcurrency, defaultFlushDelayMs, defaultLeaseMs, defaultPollIntervalMs, defaultRescueIntervalMs, defaultShutdownTimeoutMs } from "../defaults.js";
+import { checkKeys, nonNegativeMs, positiveMs } from "../validate.js";
 import { ValidationError } from "../errors.js";
-import { defaultRescueIntervalMs } from "../maintenance/rescuer.js";
 import type { ClaimedJob } from "./executor.js";
 import type { Handlers } from "./handlers.js";
 
@@ -75,7 +75,7 @@ export function resolveWorkerOptions(options: WorkerOptions, kinds: ReadonlyMap<
   for (const [kind, handler] of Object.entries(options.handlers)) {
     if (typeof handler !== "function") throw new ValidationError(`handlers.${kind}`, "must be a function");
   }
-  const concurrency = count(options.concurrency ?? 10, "concurrency", 1);
+  const concurrency = count(options.concurrency ?? defaultConcurrency, "concurrency", 1);
   const leaseMs = positiveMs(options.leaseMs ?? defaultLeaseMs, "leaseMs");
   const leases: Record<string, number> = {};
   for (const [kind, settings] of kinds) if (settings.leaseMs !== undefined) leases[kind] = settings.leaseMs;
@@ -87,13 +87,13 @@ export function resolveWorkerOptions(options: WorkerOptions, kinds: ReadonlyMap<
     prefetch: options.prefetch === undefined ? undefined : count(options.prefetch, "prefetch", 0),
     leaseMs,
     leasesByKind: JSON.stringify(leases),
-    pollIntervalMs: positiveMs(options.pollIntervalMs ?? 1_000, "pollIntervalMs"),
-    shutdownTimeoutMs: nonNegativeMs(options.shutdownTimeoutMs ?? 25_000, "shutdownTimeoutMs"),
+    pollIntervalMs: positiveMs(options.pollIntervalMs ?? defaultPollIntervalMs, "pollIntervalMs"),
+    shutdownTimeoutMs: nonNegativeMs(options.shutdownTimeoutMs ?? defaultShutdownTimeoutMs, "shutdownTimeoutMs"),
     heartbeatIntervalMs,
     // Often enough to stop a handler a little before a lease that heartbeats could not extend runs out.
     leaseCheckMs: Math.max(10, Math.min(heartbeatIntervalMs, shortest - heartbeatIntervalMs) / 4),
     rescueIntervalMs: nonNegativeMs(options.rescueIntervalMs ?? defaultRescueIntervalMs, "rescueIntervalMs"),
-    flushDelayMs: nonNegativeMs(options.flushDelayMs ?? 2, "flushDelayMs"),
+    flushDelayMs: nonNegativeMs(options.flushDelayMs ?? defaultFlushDelayMs, "flushDelayMs"),
   };
 }
 

@@ -5,7 +5,7 @@ import { ErrandError } from "../errors.js";
 import type { Driver } from "../driver/types.js";
 import { type RescueResult, Rescuer } from "../maintenance/rescuer.js";
 import type { ResolvedKind } from "../options.js";
-import { defaultRetryPolicy } from "../retry-policy.js";
+import { defaultRetryPolicy } from "../defaults.js";
 import { queriesFor } from "../sql/jobs.js";
 import { channelFor } from "../sql/statement.js";
 import { Completer } from "./completer.js";

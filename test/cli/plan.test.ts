@@ -2,7 +2,7 @@ import { Command } from "commander";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { register } from "../../src/cli/plan.js";
 import { capacity, capacityPlanText, parseRate, retryPlanText, retrySchedule } from "../../src/planning.js";
-import { defaultRetryPolicy } from "../../src/retry-policy.js";
+import { defaultRetryPolicy } from "../../src/defaults.js";
 
 // Copied verbatim from the seed article ("Worked example: how many retries are enough?").
 const seedTable = `Failure #	Wait	Cumulative
