@@ -5,6 +5,7 @@ import { checkKeys, closest } from "../validate.js";
 import { type ScheduleQueries, scheduleQueriesFor } from "../sql/schedules.js";
 import { type ScheduleInfo, type ScheduleRow, toDate, toScheduleInfo } from "./info.js";
 import { type ScheduleSpec, checkName, cronFor, resolveSchedule } from "./spec.js";
+import type { UntypedJobs } from "../jobs.js";
 import { type EnqueueFn, Scheduler, type SchedulerOptions } from "./scheduler.js";
 
 /** Options for {@link Schedules.declare}. */
@@ -27,7 +28,7 @@ export interface DeclareOptions {
  * await scheduler.start();
  * ```
  */
-export class Schedules {
+export class Schedules<Jobs = UntypedJobs> {
   readonly #driver: Driver;
   readonly #schema: string;
   readonly #queries: ScheduleQueries;
@@ -46,17 +47,18 @@ export class Schedules {
   }
 
   /** The same schedules, reading "now" from `clock` (tests) instead of the database. */
-  withClock(clock: Clock): Schedules {
-    return new Schedules(this.#driver, this.#schema, this.#enqueue, clock, this.#schedulers);
+  withClock(clock: Clock): Schedules<Jobs> {
+    return new Schedules<Jobs>(this.#driver, this.#schema, this.#enqueue, clock, this.#schedulers);
   }
 
   /**
    * Creates or updates schedules (idempotent: call it at every start). A new schedule
    * starts with the first slot after now. Updating one keeps its next slot, pause and
    * history, unless its cron or time zone changed: then it restarts from now. Invalid
-   * input throws a {@link ValidationError} naming the field, and nothing is written.
+   * input throws a {@link ValidationError} naming the field, and nothing is written. On a
+   * typed errand each schedule's kind and payload are checked against the job map.
    */
-  async declare(specs: readonly ScheduleSpec[], options: DeclareOptions = {}): Promise<ScheduleInfo[]> {
+  async declare(specs: readonly ScheduleSpec<Jobs>[], options: DeclareOptions = {}): Promise<ScheduleInfo[]> {
     const list: readonly ScheduleSpec[] = specs;
     if (!Array.isArray(specs)) throw new ValidationError("schedules", "must be an array of schedules");
     checkKeys(options, "", ["removeOthers"]);
