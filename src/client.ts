@@ -116,8 +116,8 @@ export class Errand<Jobs extends JobMap<Jobs> = UntypedJobs> {
     this.kinds = kinds;
     this.#enqueue = { driver, schema, kinds, maxPayloadBytes, schemas };
     this.#queries = queriesFor(schema);
-    // Schedules were checked against the job map when declared; their slots go in as they are.
-    this.schedules = new Schedules<Jobs>(driver, schema, (specs, options) => traceEnqueue(specs, () => enqueueJobs(this.#enqueue, specs, options)));
+    // Slots are enqueued as untyped specs: their kind and payload were checked when declared.
+    this.schedules = new Schedules<Jobs>(driver, schema, (specs, options) => traceEnqueue(specs, () => enqueueJobs(this.#enqueue, specs, options)), undefined, undefined, schemas);
   }
 
   /**

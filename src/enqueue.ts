@@ -85,7 +85,7 @@ export async function enqueueJobs(target: EnqueueTarget, specs: readonly JobSpec
   if (!Array.isArray(specs)) throw new ValidationError("jobs", "must be an array");
   if (specs.length === 0) return [];
   // Without schemas, no await: enqueue stays one round trip and nothing more.
-  const checked = target.schemas.size === 0 ? specs : await validatePayloads<JobSpec>(specs, target.schemas, options.single === true);
+  const checked = target.schemas.size === 0 ? specs : await validatePayloads<JobSpec>(specs, target.schemas, (i) => (options.single ? "payload" : `jobs[${i}].payload`));
   const { json, dedupeKeys } = encodeJobs(checked, target.kinds, target.maxPayloadBytes, options.single === true);
   const queries = queriesFor(target.schema);
   const on = options.db;

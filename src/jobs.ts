@@ -255,10 +255,14 @@ interface SpecToValidate {
  * Checks the payloads of kinds with a schema, before anything is written. Returns the
  * specs with each checked payload replaced by the schema's output (its defaults applied,
  * unknown keys stripped — whatever the schema does), or `specs` itself when no spec's kind
- * has a schema. The first issue found is a {@link ValidationError} naming its path:
- * `payload.userId` for one job, `jobs[3].payload.userId` in a batch.
+ * has a schema. The first issue found is a {@link ValidationError} naming its path after
+ * `payloadField(i)`: `payload.userId` for one job, `jobs[3].payload.userId` in a batch.
  */
-export async function validatePayloads<Spec extends object>(specs: readonly Spec[], schemas: ReadonlyMap<string, StandardSchemaV1>, single: boolean): Promise<readonly Spec[]> {
+export async function validatePayloads<Spec extends object>(
+  specs: readonly Spec[],
+  schemas: ReadonlyMap<string, StandardSchemaV1>,
+  payloadField: (index: number) => string,
+): Promise<readonly Spec[]> {
   let checked: Spec[] | undefined;
   for (let i = 0; i < specs.length; i++) {
     const spec = specs[i] as SpecToValidate | null | undefined;
@@ -266,9 +270,8 @@ export async function validatePayloads<Spec extends object>(specs: readonly Spec
     if (typeof spec !== "object" || spec === null || typeof spec.kind !== "string") continue;
     const schema = schemas.get(spec.kind);
     if (!schema) continue;
-    const field = single ? "payload" : `jobs[${i}].payload`;
     const result = await schema["~standard"].validate(spec.payload === undefined ? {} : spec.payload);
-    if (result.issues) throw issueError(result.issues, field);
+    if (result.issues) throw issueError(result.issues, payloadField(i));
     checked ??= [...specs];
     checked[i] = { ...spec, payload: result.value } as Spec;
   }
