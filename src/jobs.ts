@@ -232,7 +232,8 @@ export function defineJobs<const Definitions extends { readonly [kind: string]: 
     checkKeys(definition, field, settingKeys);
     const { payload, ...settings } = definition;
     if (isSchema(payload)) schemas.set(kind, payload);
-    else if (payload !== jsonMarker) throw new ValidationError(`${field}.payload`, "must be json<T>() or a Standard Schema (zod, valibot, arktype, …)");
+    // By its mark, not its identity: a second copy of errand in an app makes its own marker.
+    else if ((payload as Partial<PayloadType<unknown>> | null)?.["~errand"] !== "json") throw new ValidationError(`${field}.payload`, "must be json<T>() or a Standard Schema (zod, valibot, arktype, …)");
     kinds[kind] = settings;
   }
   return { kinds: Object.freeze(kinds), schemas };

@@ -2,7 +2,7 @@
 // that compiles is itself an error, so each one proves that the line below it is refused.
 import { describe, expectTypeOf, it } from "vitest";
 import { z } from "zod";
-import { Errand, type Handlers, type Job, type JobOf, type JobsDefinition, type JobsOf, type StandardSchemaV1, defineJobs, json } from "../../src/index.js";
+import { Errand, type Handlers, type Job, isolated, type JobOf, type JobsDefinition, type JobsOf, type StandardSchemaV1, defineJobs, json } from "../../src/index.js";
 import { createDashboard } from "../../src/dashboard/index.js";
 import { drain, enqueued, openTestErrand } from "../../src/testing/index.js";
 
@@ -142,6 +142,17 @@ describe("handlers", () => {
       send_welcome_email: async ({ userId }) => userId.toUpperCase(),
     };
     void handlers;
+  });
+
+  it("may run isolated, typed by their kind", () => {
+    const handlers: Handlers<Jobs> = {
+      resize_avatar: isolated<Jobs["resize_avatar"]>(new URL("./resize.js", import.meta.url)),
+      send_welcome_email: isolated(new URL("./mail.js", import.meta.url)),
+    };
+    void handlers;
+    // @ts-expect-error an isolated handler declared for another kind's payload
+    const wrong: Handlers<Jobs> = { resize_avatar: isolated<{ path: string }>(new URL("./resize.js", import.meta.url)) };
+    void wrong;
   });
 
   it("are typed in drain, as in a worker", async () => {
