@@ -5,9 +5,8 @@
  */
 import { ValidationError } from "./errors.js";
 import type { Job } from "./job.js";
-import type { KindOptions } from "./options.js";
-import { member } from "./payload.js";
-import type { Json } from "./payload.js";
+import { type KindOptions, resolveKinds } from "./options.js";
+import { type Json, member } from "./payload.js";
 import { checkKeys } from "./validate.js";
 
 /**
@@ -236,6 +235,7 @@ export function defineJobs<const Definitions extends { readonly [kind: string]: 
     else if ((payload as Partial<PayloadType<unknown>> | null)?.["~errand"] !== "json") throw new ValidationError(`${field}.payload`, "must be json<T>() or a Standard Schema (zod, valibot, arktype, …)");
     kinds[kind] = settings;
   }
+  resolveKinds(kinds, "jobs"); // a bad setting fails here, where it is written, and not only at open
   return { kinds: Object.freeze(kinds), schemas };
 }
 

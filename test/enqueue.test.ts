@@ -297,8 +297,9 @@ describe("typed jobs (defineJobs)", () => {
     expect(() => defineJobs({ x: { payload: {} } } as never)).toThrow(/^jobs\.x\.payload: must be json<T>\(\) or a Standard Schema/);
     expect(() => defineJobs({ x: { payload: json(), maxAttempt: 3 } } as never)).toThrow(/^jobs\.x\.maxAttempt: unknown option — did you mean 'maxAttempts'\?/);
     expect(() => defineJobs({ x: null } as never)).toThrow(/^jobs\.x: must be an object/);
-    const zero = defineJobs({ x: { payload: json<{ n: number }>(), maxAttempts: 0 } });
-    await expect(Errand.open({ db: t.db, schema: t.schema, jobs: zero, migrate: false })).rejects.toThrow(/^jobs\.x\.maxAttempts: must be a positive integer/);
+    expect(() => defineJobs({ x: { payload: json<{ n: number }>(), maxAttempts: 0 } })).toThrow(/^jobs\.x\.maxAttempts: must be a positive integer/);
+    const handMade = { kinds: { x: { leaseMs: -1 } }, schemas: new Map() };
+    await expect(Errand.open({ db: t.db, schema: t.schema, jobs: handMade, migrate: false })).rejects.toThrow(/^jobs\.x\.leaseMs: must be a positive number/);
     await expect(Errand.open({ db: t.db, schema: t.schema, jobs, kinds: {}, migrate: false })).rejects.toThrow(/^kinds: give jobs or kinds, not both/);
     await expect(Errand.open({ db: t.db, schema: t.schema, jobs: { kinds: {} } as never, migrate: false })).rejects.toThrow(/^jobs: must be what defineJobs\(\) returns/);
   });
