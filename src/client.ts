@@ -7,7 +7,8 @@ import { pgDriver } from "./driver/pg.js";
 import { pgliteDriver } from "./driver/pglite.js";
 import type { Driver, Queryable } from "./driver/types.js";
 import { type EnqueueOptions, type EnqueueResult, type EnqueueTarget, type JobSpec, enqueueJobs, maxKindLength } from "./enqueue.js";
-import { type Job, type JobRow, toJob } from "./job.js";
+import { type JobRow, toJob } from "./job.js";
+import type { JobMap, JobOf, JobsDefinition, Kind, StandardSchemaV1, UntypedJobs } from "./jobs.js";
 import { migrate } from "./migrations/migrate.js";
 import { type KindOptions, type ResolvedKind, resolveKinds } from "./options.js";
 import type { Json } from "./payload.js";
@@ -15,6 +16,7 @@ import { type Queries, queriesFor } from "./sql/jobs.js";
 import { checkSchemaName } from "./sql/statement.js";
 import { checkId, checkKeys, checkText, integerIn } from "./validate.js";
 import { Worker, type WorkerOptions } from "./worker/worker.js";
+import type { Handlers } from "./worker/handlers.js";
 import { Schedules } from "./schedules/schedules.js";
 import { type PurgeOptions, type PurgeResult, Purger, type PurgerOptions, purgeJobs } from "./maintenance/purger.js";
 import { Rescuer, type RescuerOptions } from "./maintenance/rescuer.js";
@@ -27,8 +29,11 @@ import { traceEnqueue } from "./observe/tracing.js";
 /** @deprecated The same type as {@link Queryable}, under its former name. */
 export type SqlClient = Queryable;
 
-/** How to reach the database. With none of these, errand opens the embedded PGlite database. */
-export interface ErrandOptions {
+/**
+ * How to reach the database (with none of these, errand opens the embedded PGlite
+ * database), and the jobs: `jobs` from {@link defineJobs} types the errand by them.
+ */
+export interface ErrandOptions<Jobs = UntypedJobs> {
   /** A PostgreSQL URL (`postgres://…`). errand creates and closes its own pool. */
   readonly connectionString?: string;
   /** An existing `pg.Pool` or PGlite instance (yours to close). */
@@ -37,7 +42,12 @@ export interface ErrandOptions {
   readonly dataDir?: string;
   /** Schema holding errand's tables. Default `errand`. */
   readonly schema?: string;
-  /** Per-kind defaults: attempts, backoff, lease, priority. */
+  /**
+   * The job kinds from {@link defineJobs}: their payload types (the errand is typed by
+   * them), settings and schemas. Replaces `kinds`.
+   */
+  readonly jobs?: JobsDefinition<Jobs>;
+  /** Per-kind defaults: attempts, backoff, lease, priority. For an untyped errand; `jobs` carries them for a typed one. */
   readonly kinds?: Readonly<Record<string, KindOptions>>;
   /** Largest payload accepted, in bytes of JSON. Default 256 KiB. */
   readonly maxPayloadBytes?: number;
@@ -57,17 +67,39 @@ export interface ErrandOptions {
 /** Which dead jobs a retry or discard applies to. */
 export type DeadSelector = { readonly ids: readonly (string | number)[] } | { readonly kind: string } | { readonly all: true };
 
+/** Dead letters, `errand.dead`: the jobs a person must look at. */
+export interface DeadLetters<Jobs = UntypedJobs> {
+  /** Dead jobs, oldest id first; filter by kind; page with `afterId`. */
+  list(options?: { readonly kind?: Kind<Jobs>; readonly limit?: number; readonly afterId?: string | number }): Promise<JobOf<Jobs>[]>;
+  /**
+   * Puts dead jobs back to `ready` with attempts reset (their error history kept).
+   * Returns the ids retried. Explicit ids that are not dead jobs raise an error naming them, and nothing changes.
+   */
+  retry(selector: DeadSelector): Promise<string[]>;
+  /** Deletes dead jobs. Returns the ids discarded; same rules as `retry`. */
+  discard(selector: DeadSelector): Promise<string[]>;
+}
+
+/** {@link WorkerOptions} with the handlers typed by the job map: each handler's payload is its kind's. */
+export type TypedWorkerOptions<Jobs = UntypedJobs> = Omit<WorkerOptions, "handlers"> & {
+  /** Handlers by job kind (some or all of the map's). A job of a kind not listed fails with an error naming it. */
+  readonly handlers: Handlers<Jobs>;
+};
+
 /**
- * The errand client: enqueue jobs, run workers, inspect and act on dead letters.
+ * The errand client: enqueue jobs, run workers, inspect and act on dead letters. Typed by
+ * a job map (kind → payload type) when opened with `jobs` from {@link defineJobs} or as
+ * `Errand.open<Jobs>()`; untyped (any kind, payloads checked at run time) otherwise.
  *
  * @example
  * ```ts
- * const errand = await Errand.open({ connectionString: process.env.DATABASE_URL });
+ * const jobs = defineJobs({ send_receipt: { payload: json<{ orderId: number }>() } });
+ * const errand = await Errand.open({ jobs, connectionString: process.env.DATABASE_URL });
  * await errand.enqueue("send_receipt", { orderId: 1042 }, { dedupeKey: "receipt:1042" });
  * await errand.close();
  * ```
  */
-export class Errand {
+export class Errand<Jobs extends JobMap<Jobs> = UntypedJobs> {
   /** The driver errand talks through. */
   readonly driver: Driver;
   /** The schema holding errand's tables. */
@@ -81,23 +113,29 @@ export class Errand {
   /** Services created by {@link purger}, {@link rescuer} and {@link alerter}: `close()` stops them. */
   readonly #services = new Set<Service>();
   /** Recurring jobs: declare, list, pause, resume, remove, and the scheduler service. */
-  readonly schedules: Schedules;
+  readonly schedules: Schedules<Jobs>;
 
-  private constructor(driver: Driver, schema: string, kinds: ReadonlyMap<string, ResolvedKind>, maxPayloadBytes: number) {
+  private constructor(driver: Driver, schema: string, settings: Settings) {
+    const { kinds, maxPayloadBytes, schemas } = settings;
     this.driver = driver;
     this.schema = schema;
     this.kinds = kinds;
-    this.#enqueue = { driver, schema, kinds, maxPayloadBytes };
+    this.#enqueue = { driver, schema, kinds, maxPayloadBytes, schemas };
     this.#queries = queriesFor(schema);
-    this.schedules = new Schedules(driver, schema, (specs, options) => this.enqueueMany(specs, options));
+    // Slots are enqueued as untyped specs: their kind and payload were checked when declared.
+    this.schedules = new Schedules<Jobs>(driver, schema, (specs, options) => traceEnqueue(specs, () => enqueueJobs(this.#enqueue, specs, options)), undefined, undefined, schemas);
   }
 
-  /** Connects (or opens the embedded database), validates options and migrates. */
-  static async open(options: ErrandOptions = {}): Promise<Errand> {
-    checkKeys(options, "", ["connectionString", "db", "dataDir", "schema", "kinds", "maxPayloadBytes", "migrate", "poolSize", "onConnectionError"]);
-    const { schema, kinds, maxPayloadBytes } = settings(options);
+  /**
+   * Connects (or opens the embedded database), validates options and migrates. The errand
+   * is typed by `options.jobs` (from {@link defineJobs}), or by the type argument:
+   * `Errand.open<Jobs>()`.
+   */
+  static async open<Jobs extends JobMap<Jobs> = UntypedJobs>(options: ErrandOptions<Jobs> = {}): Promise<Errand<Jobs>> {
+    checkKeys(options, "", ["connectionString", "db", "dataDir", "schema", "jobs", "kinds", "maxPayloadBytes", "migrate", "poolSize", "onConnectionError"]);
+    const { schema, ...rest } = settings(options);
     const driver = await connect(options);
-    const errand = new Errand(driver, schema, kinds, maxPayloadBytes);
+    const errand = new Errand<Jobs>(driver, schema, rest);
     if (options.migrate !== false) {
       try {
         await errand.migrate();
@@ -110,10 +148,13 @@ export class Errand {
   }
 
   /** Wraps an existing driver (adapters, tests). Does not migrate. */
-  static fromDriver(driver: Driver, options: Omit<ErrandOptions, "connectionString" | "db" | "dataDir" | "migrate" | "poolSize" | "onConnectionError"> = {}): Errand {
-    checkKeys(options, "", ["schema", "kinds", "maxPayloadBytes"]);
-    const { schema, kinds, maxPayloadBytes } = settings(options);
-    return new Errand(driver, schema, kinds, maxPayloadBytes);
+  static fromDriver<Jobs extends JobMap<Jobs> = UntypedJobs>(
+    driver: Driver,
+    options: Omit<ErrandOptions<Jobs>, "connectionString" | "db" | "dataDir" | "migrate" | "poolSize" | "onConnectionError"> = {},
+  ): Errand<Jobs> {
+    checkKeys(options, "", ["schema", "jobs", "kinds", "maxPayloadBytes"]);
+    const { schema, ...rest } = settings(options);
+    return new Errand<Jobs>(driver, schema, rest);
   }
 
   /** Applies pending migrations; returns the versions applied. */
@@ -122,7 +163,9 @@ export class Errand {
   }
 
   /**
-   * Enqueues one job. Pass `db` to enqueue inside your own transaction.
+   * Enqueues one job. Pass `db` to enqueue inside your own transaction. On a typed errand
+   * the kind must be one of the map's and the payload of its type; a kind with a schema
+   * has its payload checked (and replaced by the schema's output) before anything is written.
    *
    * @example
    * ```ts
@@ -132,7 +175,7 @@ export class Errand {
    * await client.query("COMMIT"); // rollback instead, and the job never existed
    * ```
    */
-  async enqueue(kind: string, payload: unknown, options: EnqueueOptions = {}): Promise<EnqueueResult> {
+  async enqueue<K extends Kind<Jobs>>(kind: K, payload: Jobs[K], options: EnqueueOptions = {}): Promise<EnqueueResult> {
     if (typeof options !== "object" || options === null) throw new ValidationError("options", "must be an object");
     const { db, ...rest } = options;
     const [result] = await traceEnqueue([{ kind }], () => enqueueJobs(this.#enqueue, [{ kind, payload, ...rest }], { db, single: true }));
@@ -140,14 +183,18 @@ export class Errand {
   }
 
   /** Enqueues many jobs in one statement (one round trip). Results are in input order; an error names the job (`jobs[3].payload.…`). */
-  enqueueMany(specs: readonly JobSpec[], options: { readonly db?: Queryable | undefined } = {}): Promise<EnqueueResult[]> {
+  enqueueMany(specs: readonly JobSpec<Jobs>[], options: { readonly db?: Queryable | undefined } = {}): Promise<EnqueueResult[]> {
     return traceEnqueue(specs, () => enqueueJobs(this.#enqueue, specs, { db: options?.db }));
   }
 
-  /** One job by id, or `null`. */
-  async getJob(id: string | number): Promise<Job | null> {
+  /**
+   * One job by id, or `null`. On a typed errand, `job.kind` narrows `job.payload`. The
+   * payload is what was stored, not checked again: a row inserted by plain SQL, or under
+   * an older job map, may not match its kind's type.
+   */
+  async getJob(id: string | number): Promise<JobOf<Jobs> | null> {
     const { rows } = await this.driver.run<JobRow>(this.#queries.getJob, [checkId(id, "id")]);
-    return rows[0] ? toJob(rows[0]) : null;
+    return rows[0] ? (toJob(rows[0]) as JobOf<Jobs>) : null;
   }
 
   /** Queue figures per kind and in total: depth, oldest ready age, recent outcomes, dead letters. */
@@ -161,22 +208,16 @@ export class Errand {
   }
 
   /** Dead letters: the jobs a person must look at. */
-  readonly dead = {
-    /** Dead jobs, oldest id first; filter by kind; page with `afterId`. */
-    list: async (options: { readonly kind?: string; readonly limit?: number; readonly afterId?: string | number } = {}): Promise<Job[]> => {
+  readonly dead: DeadLetters<Jobs> = {
+    list: async (options = {}) => {
       checkKeys(options, "", ["kind", "limit", "afterId"]);
       const kind = options.kind === undefined ? null : checkText(options.kind, "kind", { maxLength: maxKindLength });
       const limit = integerIn(options.limit ?? defaultDeadListLimit, "limit", 1, 10_000);
       const { rows } = await this.driver.run<JobRow>(this.#queries.listDead, [kind, limit, options.afterId === undefined ? "0" : checkId(options.afterId, "afterId")]);
-      return rows.map(toJob);
+      return rows.map(toJob) as JobOf<Jobs>[];
     },
-    /**
-     * Puts dead jobs back to `ready` with attempts reset (their error history kept).
-     * Returns the ids retried. Explicit ids that are not dead jobs raise an error naming them, and nothing changes.
-     */
-    retry: (selector: DeadSelector): Promise<string[]> => this.#actOnDead("retryDead", selector),
-    /** Deletes dead jobs. Returns the ids discarded; same rules as `retry`. */
-    discard: (selector: DeadSelector): Promise<string[]> => this.#actOnDead("discardDead", selector),
+    retry: (selector) => this.#actOnDead("retryDead", selector),
+    discard: (selector) => this.#actOnDead("discardDead", selector),
   };
 
   async #actOnDead(query: "retryDead" | "discardDead", selector: DeadSelector): Promise<string[]> {
@@ -195,7 +236,9 @@ export class Errand {
   }
 
   /**
-   * A worker for this database. Call `start()` to run it, `stop()` to shut it down.
+   * A worker for this database. Call `start()` to run it, `stop()` to shut it down. On a
+   * typed errand each handler's payload is its kind's, and a kind not in the map is a
+   * compile error.
    *
    * @example
    * ```ts
@@ -203,8 +246,9 @@ export class Errand {
    * await worker.start();
    * ```
    */
-  worker(options: WorkerOptions): Worker {
-    const worker = new Worker(this.driver, this.schema, this.kinds, options);
+  worker(options: TypedWorkerOptions<Jobs>): Worker {
+    // Each handler takes its kind's payload; the worker calls it only with jobs of that kind.
+    const worker = new Worker(this.driver, this.schema, this.kinds, options as WorkerOptions);
     this.#workers.add(worker);
     worker.onStopped(() => this.#workers.delete(worker));
     return worker;
@@ -298,12 +342,24 @@ function redact(url: string): string {
   return url.replace(/\/\/([^:@/]+):[^@/]*@/, "//$1:***@");
 }
 
+/** What an Errand is made with besides its driver and schema. */
+interface Settings {
+  readonly kinds: ReadonlyMap<string, ResolvedKind>;
+  readonly maxPayloadBytes: number;
+  readonly schemas: ReadonlyMap<string, StandardSchemaV1>;
+}
+
 /** The options every Errand has, whichever way it was made, validated (the error names the field). */
-function settings(options: Pick<ErrandOptions, "schema" | "kinds" | "maxPayloadBytes" | "poolSize">) {
+function settings<Jobs>(options: Pick<ErrandOptions<Jobs>, "schema" | "jobs" | "kinds" | "maxPayloadBytes" | "poolSize">): Settings & { readonly schema: string } {
   const maxPayloadBytes = options.maxPayloadBytes ?? defaultMaxPayloadBytes;
   if (!Number.isInteger(maxPayloadBytes) || maxPayloadBytes <= 0) throw new ValidationError("maxPayloadBytes", "must be a positive integer");
   if (options.poolSize !== undefined) integerIn(options.poolSize, "poolSize", 1, 10_000);
-  return { schema: checkSchemaName(options.schema ?? defaultSchema), kinds: resolveKinds(options.kinds), maxPayloadBytes };
+  const schema = checkSchemaName(options.schema ?? defaultSchema);
+  if (options.jobs === undefined) return { schema, kinds: resolveKinds(options.kinds), maxPayloadBytes, schemas: new Map() };
+  if (options.kinds !== undefined) throw new ValidationError("kinds", "give jobs or kinds, not both: jobs carries each kind's settings");
+  const { kinds, schemas } = options.jobs as Partial<JobsDefinition<Jobs>>;
+  if (typeof kinds !== "object" || kinds === null || !(schemas instanceof Map)) throw new ValidationError("jobs", "must be what defineJobs() returns");
+  return { schema, kinds: resolveKinds(kinds, "jobs"), maxPayloadBytes, schemas };
 }
 
 function deadFilter(selector: DeadSelector): [string[] | null, string | null] {

@@ -6,6 +6,7 @@
 import { defaultMaxAttempts, defaultPriority, defaultRetryPolicy } from "./defaults.js";
 import type { Driver, Queryable, Statement } from "./driver/types.js";
 import { ErrandError, ValidationError } from "./errors.js";
+import { type ByKind, type Kind, type PayloadField, type StandardSchemaV1, type UntypedJobs, validatePayloads } from "./jobs.js";
 import type { ResolvedKind } from "./options.js";
 import { serialisePayload } from "./payload.js";
 import { type RetryPolicy, resolveRetryPolicy } from "./retry-policy.js";
@@ -30,11 +31,12 @@ export interface EnqueueOptions {
   readonly db?: Queryable;
 }
 
-/** One job for {@link Errand.enqueueMany}. */
-export interface JobSpec extends Omit<EnqueueOptions, "db"> {
-  readonly kind: string;
-  readonly payload: unknown;
-}
+/**
+ * One job for {@link Errand.enqueueMany}: its `kind`, its `payload` (which may be left out,
+ * for `{}`, where `{}` is a valid payload of the kind) and its options. Typed by the job
+ * map: a union with one member per kind, so `kind` picks the payload type.
+ */
+export type JobSpec<Jobs = UntypedJobs> = ByKind<{ [K in Kind<Jobs>]: Omit<EnqueueOptions, "db"> & { readonly kind: K } & PayloadField<Jobs[K]> }>;
 
 /** What an enqueue returns. */
 export interface EnqueueResult {
@@ -68,6 +70,8 @@ export interface EnqueueTarget {
   readonly schema: string;
   readonly kinds: ReadonlyMap<string, ResolvedKind>;
   readonly maxPayloadBytes: number;
+  /** Payload schemas by kind (from `defineJobs`), checked before anything is written. */
+  readonly schemas: ReadonlyMap<string, StandardSchemaV1>;
 }
 
 const specKeys = ["kind", "payload", "runAt", "delay", "maxAttempts", "priority", "dedupeKey", "retry"];
@@ -80,7 +84,9 @@ const specKeys = ["kind", "payload", "runAt", "delay", "maxAttempts", "priority"
 export async function enqueueJobs(target: EnqueueTarget, specs: readonly JobSpec[], options: { readonly db?: Queryable | undefined; readonly single?: boolean }): Promise<EnqueueResult[]> {
   if (!Array.isArray(specs)) throw new ValidationError("jobs", "must be an array");
   if (specs.length === 0) return [];
-  const { json, dedupeKeys } = encodeJobs(specs, target.kinds, target.maxPayloadBytes, options.single === true);
+  // Without schemas, no await: enqueue stays one round trip and nothing more.
+  const checked = target.schemas.size === 0 ? specs : await validatePayloads<JobSpec>(specs, target.schemas, (i) => (options.single ? "payload" : `jobs[${i}].payload`));
+  const { json, dedupeKeys } = encodeJobs(checked, target.kinds, target.maxPayloadBytes, options.single === true);
   const queries = queriesFor(target.schema);
   const on = options.db;
   const run = <Row>(statement: Statement, params: readonly unknown[]) => (on ? on.query<Row>(statement.text, params) : target.driver.run<Row>(statement, params));

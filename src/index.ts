@@ -5,7 +5,31 @@
  *
  * @module
  */
-export { Errand, type ErrandOptions, type EnqueueOptions, type EnqueueResult, type JobSpec, type DeadSelector, type SqlClient } from "./client.js";
+export { Errand, type ErrandOptions, type EnqueueOptions, type EnqueueResult, type JobSpec, type DeadSelector, type DeadLetters, type TypedWorkerOptions, type SqlClient } from "./client.js";
+export {
+  defineJobs,
+  json,
+  type JobMap,
+  type JobsDefinition,
+  type JobsOf,
+  type JobOf,
+  type Kind,
+  type ByKind,
+  type KindDefinition,
+  type DefinedJobs,
+  type DefinedPayload,
+  type JsonPayload,
+  type JsonMembers,
+  type PayloadType,
+  type PayloadField,
+  type PayloadPattern,
+  type UntypedJobs,
+  type StandardSchemaV1,
+  type StandardSchemaProps,
+  type StandardSchemaResult,
+  type StandardSchemaIssue,
+  type SchemaOutput,
+} from "./jobs.js";
 export { ErrandError, type ErrandErrorCode, ValidationError, NotFoundError, PermanentError, UnknownKindError, permanent } from "./errors.js";
 export type { Job, JobStatus, JobError } from "./job.js";
 export type { KindOptions } from "./options.js";
@@ -16,12 +40,12 @@ export { type RetryPolicy, retryDelay } from "./retry-policy.js";
 export { defaultRetryPolicy, defaultMaxAttempts } from "./defaults.js";
 export type { Driver, Queryable, Statement, Transaction, QueryResult } from "./driver/types.js";
 export type { Worker, WorkerOptions, WorkerEvent } from "./worker/worker.js";
-export type { Handler, Handlers, JobContext } from "./worker/handlers.js";
+export type { Handler, HandlerFor, Handlers, JobContext } from "./worker/handlers.js";
 export type { ClaimedJob } from "./worker/executor.js";
 export { isolated, type IsolatedHandler, type IsolatedOptions, type IsolationMode } from "./worker/isolated.js";
 export { Schedules, type DeclareOptions } from "./schedules/schedules.js";
 export { Scheduler, type SchedulerOptions, type SchedulerEvent, type SchedulerTick } from "./schedules/scheduler.js";
-export type { ScheduleSpec, OverlapPolicy, MissedPolicy, ScheduleJobOptions } from "./schedules/spec.js";
+export type { ScheduleSpec, ScheduleSettings, OverlapPolicy, MissedPolicy, ScheduleJobOptions } from "./schedules/spec.js";
 export type { ScheduleInfo } from "./schedules/info.js";
 export type { Clock } from "./clock.js";
 export type { QueueStats, KindStats, WindowStats } from "./observe/stats.js";

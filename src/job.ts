@@ -1,5 +1,3 @@
-import type { Json } from "./payload.js";
-
 /**
  * A job's status. Who moves it:
  * - `ready` → `running`: a worker's claim (lease set; attempts + 1 once the handler
@@ -27,10 +25,15 @@ export interface JobError {
   readonly started?: false;
 }
 
-/** A job row as errand returns it. Ids are strings: PostgreSQL `bigint` exceeds JS numbers. */
-export interface Job<Payload = Json> {
+/**
+ * A job row as errand returns it. Ids are strings: PostgreSQL `bigint` exceeds JS numbers.
+ * An errand typed by a job map returns its jobs as `JobOf<Jobs>`: a `Job` per kind, so
+ * checking `job.kind` narrows `job.payload`.
+ */
+export interface Job<Payload = unknown, Kind extends string = string> {
   readonly id: string;
-  readonly kind: string;
+  readonly kind: Kind;
+  /** As stored: plain JSON. */
   readonly payload: Payload;
   readonly status: JobStatus;
   readonly priority: number;
@@ -73,7 +76,7 @@ export function toJob(row: JobRow): Job {
   return {
     id: String(row.id),
     kind: row.kind,
-    payload: row.payload as Json,
+    payload: row.payload,
     status: row.status,
     priority: Number(row.priority),
     attempts: Number(row.attempts),

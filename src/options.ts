@@ -23,11 +23,11 @@ export interface ResolvedKind {
   readonly priority: number;
 }
 
-/** Validates every kind's options once, at construction. */
-export function resolveKinds(kinds: Readonly<Record<string, KindOptions>> | undefined): ReadonlyMap<string, ResolvedKind> {
+/** Validates every kind's options once, at construction; errors name `<parent>.<kind>.<option>`. */
+export function resolveKinds(kinds: Readonly<Record<string, KindOptions>> | undefined, parent = "kinds"): ReadonlyMap<string, ResolvedKind> {
   const resolved = new Map<string, ResolvedKind>();
   for (const [kind, options] of Object.entries(kinds ?? {})) {
-    const field = `kinds.${kind}`;
+    const field = `${parent}.${kind}`;
     checkKeys(options, field, ["maxAttempts", "retry", "leaseMs", "priority"]);
     resolved.set(kind, {
       maxAttempts: options.maxAttempts === undefined ? defaultMaxAttempts : checkMaxAttempts(options.maxAttempts, `${field}.maxAttempts`),

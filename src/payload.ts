@@ -105,6 +105,6 @@ function checkJson(value: unknown, path: string, walk: { readonly root: string; 
 }
 
 /** A key in a path: `.name`, or `["odd key"]` with JSON escapes for anything else. */
-function member(key: string): string {
+export function member(key: string): string {
   return /^[A-Za-z_$][\w$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
 }

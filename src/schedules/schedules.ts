@@ -5,6 +5,7 @@ import { checkKeys, closest } from "../validate.js";
 import { type ScheduleQueries, scheduleQueriesFor } from "../sql/schedules.js";
 import { type ScheduleInfo, type ScheduleRow, toDate, toScheduleInfo } from "./info.js";
 import { type ScheduleSpec, checkName, cronFor, resolveSchedule } from "./spec.js";
+import { type StandardSchemaV1, type UntypedJobs, validatePayloads } from "../jobs.js";
 import { type EnqueueFn, Scheduler, type SchedulerOptions } from "./scheduler.js";
 
 /** Options for {@link Schedules.declare}. */
@@ -27,38 +28,49 @@ export interface DeclareOptions {
  * await scheduler.start();
  * ```
  */
-export class Schedules {
+export class Schedules<Jobs = UntypedJobs> {
   readonly #driver: Driver;
   readonly #schema: string;
   readonly #queries: ScheduleQueries;
   readonly #enqueue: EnqueueFn;
   readonly #clock: Clock | undefined;
   readonly #schedulers: Set<Scheduler>;
+  readonly #schemas: ReadonlyMap<string, StandardSchemaV1>;
 
-  /** Prefer `errand.schedules`. */
-  constructor(driver: Driver, schema: string, enqueue: EnqueueFn, clock?: Clock, schedulers: Set<Scheduler> = new Set()) {
+  /** Prefer `errand.schedules`. `schemas` (from `defineJobs`) check declared payloads. */
+  constructor(
+    driver: Driver,
+    schema: string,
+    enqueue: EnqueueFn,
+    clock?: Clock,
+    schedulers: Set<Scheduler> = new Set(),
+    schemas: ReadonlyMap<string, StandardSchemaV1> = new Map(),
+  ) {
     this.#driver = driver;
     this.#schema = schema;
     this.#queries = scheduleQueriesFor(schema);
     this.#enqueue = enqueue;
     this.#clock = clock;
     this.#schedulers = schedulers;
+    this.#schemas = schemas;
   }
 
   /** The same schedules, reading "now" from `clock` (tests) instead of the database. */
-  withClock(clock: Clock): Schedules {
-    return new Schedules(this.#driver, this.#schema, this.#enqueue, clock, this.#schedulers);
+  withClock(clock: Clock): Schedules<Jobs> {
+    return new Schedules<Jobs>(this.#driver, this.#schema, this.#enqueue, clock, this.#schedulers, this.#schemas);
   }
 
   /**
    * Creates or updates schedules (idempotent: call it at every start). A new schedule
    * starts with the first slot after now. Updating one keeps its next slot, pause and
    * history, unless its cron or time zone changed: then it restarts from now. Invalid
-   * input throws a {@link ValidationError} naming the field, and nothing is written.
+   * input throws a {@link ValidationError} naming the field, and nothing is written. On a
+   * typed errand each schedule's kind and payload are checked against the job map by the
+   * compiler, and a payload whose kind has a schema by the schema (its output is stored).
    */
-  async declare(specs: readonly ScheduleSpec[], options: DeclareOptions = {}): Promise<ScheduleInfo[]> {
-    const list: readonly ScheduleSpec[] = specs;
+  async declare(specs: readonly ScheduleSpec<Jobs>[], options: DeclareOptions = {}): Promise<ScheduleInfo[]> {
     if (!Array.isArray(specs)) throw new ValidationError("schedules", "must be an array of schedules");
+    const list = await validatePayloads<ScheduleSpec>(specs, this.#schemas, (i) => `schedules[${i}].payload`);
     checkKeys(options, "", ["removeOthers"]);
     const resolved = list.map((spec, i) => resolveSchedule(spec, `schedules[${i}]`));
     const seen = new Set<string>();

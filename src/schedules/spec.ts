@@ -4,6 +4,7 @@ import { checkKeys, checkMaxAttempts, closest, integer, nonNegativeMs } from "..
 import { defaultMaxPayloadBytes } from "../defaults.js";
 import { serialisePayload } from "../payload.js";
 import { type RetryPolicy, resolveRetryPolicy } from "../retry-policy.js";
+import type { ByKind, Kind, PayloadField, UntypedJobs } from "../jobs.js";
 
 /** While the previous run is still `ready` or `running`: `skip` the slot (default) or `allow` another run. */
 export type OverlapPolicy = "skip" | "allow";
@@ -15,7 +16,9 @@ export type OverlapPolicy = "skip" | "allow";
 export type MissedPolicy = "skip" | "latest" | "catch_up";
 
 /**
- * One recurring job, declared in code.
+ * One recurring job, declared in code: {@link ScheduleSettings}, the `kind` each slot
+ * enqueues and its `payload` (default `{}`, which may be left out only where `{}` is a
+ * valid payload of the kind). Typed by the job map, like `enqueueMany`'s jobs.
  *
  * @example
  * ```ts
@@ -24,17 +27,16 @@ export type MissedPolicy = "skip" | "latest" | "catch_up";
  * ]);
  * ```
  */
-export interface ScheduleSpec {
+export type ScheduleSpec<Jobs = UntypedJobs> = ByKind<{ [K in Kind<Jobs>]: ScheduleSettings & { readonly kind: K } & PayloadField<Jobs[K]> }>;
+
+/** A {@link ScheduleSpec} but for its kind and payload. */
+export interface ScheduleSettings {
   /** Unique name: letters, digits and `_ . : / -`, at most 200 characters. */
   readonly name: string;
   /** 5 fields (minute first), 6 (seconds first) or a nickname: `@hourly`, `@daily`, `@weekly`, `@monthly`, `@yearly`. */
   readonly cron: string;
   /** IANA time zone the cron is read in. Default `UTC`. */
   readonly timezone?: string;
-  /** The job kind each slot enqueues. */
-  readonly kind: string;
-  /** The payload of each job. Default `{}`. */
-  readonly payload?: unknown;
   /** Attempts per job. Default: the kind's, else 8. */
   readonly maxAttempts?: number;
   /** Priority of each job. Default: the kind's, else 0. */

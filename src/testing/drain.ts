@@ -1,7 +1,7 @@
 import type { Errand } from "../client.js";
 import { ErrandError, ValidationError } from "../errors.js";
 import { checkKeys } from "../validate.js";
-import type { Json } from "../payload.js";
+import type { ByKind, JobMap, Kind, UntypedJobs } from "../jobs.js";
 import type { Handlers } from "../worker/handlers.js";
 import type { WorkerEvent } from "../worker/worker.js";
 import { testingQueriesFor } from "../sql/testing.js";
@@ -21,11 +21,12 @@ export interface DrainOptions {
 /** What one run of a job came to. `failed` = will be retried; `dead` = no retries left (or permanent). */
 export type DrainOutcome = "done" | "failed" | "dead" | "snoozed";
 
-/** One job run by {@link drain}. */
-export interface DrainedJob {
+/** One job run by {@link drain}; typed by the job map, `kind` narrows `payload`. */
+export type DrainedJob<Jobs = UntypedJobs> = ByKind<{ [K in Kind<Jobs>]: DrainedRun & { readonly kind: K; readonly payload: Jobs[K] } }>;
+
+/** A {@link DrainedJob} but for its kind and payload. */
+export interface DrainedRun {
   readonly id: string;
-  readonly kind: string;
-  readonly payload: Json;
   /** Which attempt this run was, from 1. */
   readonly attempt: number;
   readonly outcome: DrainOutcome;
@@ -34,12 +35,12 @@ export interface DrainedJob {
 }
 
 /** What {@link drain} did: counts per outcome, and every job run in the order it finished. */
-export interface DrainResult {
+export interface DrainResult<Jobs = UntypedJobs> {
   readonly done: number;
   readonly failed: number;
   readonly dead: number;
   readonly snoozed: number;
-  readonly jobs: readonly DrainedJob[];
+  readonly jobs: readonly DrainedJob<Jobs>[];
 }
 
 /** Default for {@link DrainOptions.maxJobs}. */
@@ -55,6 +56,7 @@ const defaultMaxJobs = 1000;
  * Use {@link advance} to move time forward, then drain again to run the retry.
  *
  * Throws an `ErrandError` with code `drain_limit` when `maxJobs` jobs ran and jobs are still due.
+ * On a typed errand the handlers are typed by its job map, as a worker's are.
  *
  * @example
  * ```ts
@@ -70,11 +72,11 @@ const defaultMaxJobs = 1000;
  * await errand.close();
  * ```
  */
-export async function drain(errand: Errand, handlers: Handlers, options: DrainOptions = {}): Promise<DrainResult> {
+export async function drain<Jobs extends JobMap<Jobs>>(errand: Errand<Jobs>, handlers: NoInfer<Handlers<Jobs>>, options: DrainOptions = {}): Promise<DrainResult<Jobs>> {
   checkKeys(options, "", ["maxJobs", "concurrency"]);
   const maxJobs = options.maxJobs ?? defaultMaxJobs;
   if (!Number.isSafeInteger(maxJobs) || maxJobs < 1) throw new ValidationError("maxJobs", `must be a positive integer (got ${JSON.stringify(maxJobs)})`);
-  const jobs: DrainedJob[] = [];
+  const jobs: DrainedJob<Jobs>[] = [];
   const worker = errand.worker({
     handlers,
     concurrency: options.concurrency ?? 1,
@@ -82,7 +84,8 @@ export async function drain(errand: Errand, handlers: Handlers, options: DrainOp
     workerId: "errand-testing-drain",
     onEvent: (event) => {
       const drained = toDrainedJob(event);
-      if (drained) jobs.push(drained);
+      // The payload is the job's as stored, of its kind's type.
+      if (drained) jobs.push(drained as DrainedJob<Jobs>);
     },
   });
   try {
@@ -110,7 +113,7 @@ export async function drain(errand: Errand, handlers: Handlers, options: DrainOp
 function toDrainedJob(event: WorkerEvent): DrainedJob | undefined {
   if (event.type !== "job_done" && event.type !== "job_failed" && event.type !== "job_dead" && event.type !== "job_snoozed") return undefined;
   const { id, kind, payload, attempt } = event.job;
-  const base = { id, kind, payload: payload as Json, attempt };
+  const base = { id, kind, payload, attempt };
   switch (event.type) {
     case "job_done":
       return { ...base, outcome: "done" };
@@ -123,7 +126,7 @@ function toDrainedJob(event: WorkerEvent): DrainedJob | undefined {
   }
 }
 
-function summarise(jobs: readonly DrainedJob[]): DrainResult {
-  const count = (outcome: DrainOutcome) => jobs.filter((job) => job.outcome === outcome).length;
+function summarise<Jobs>(jobs: readonly DrainedJob<Jobs>[]): DrainResult<Jobs> {
+  const count = (outcome: DrainOutcome) => jobs.filter((job: DrainedRun) => job.outcome === outcome).length;
   return { done: count("done"), failed: count("failed"), dead: count("dead"), snoozed: count("snoozed"), jobs };
 }

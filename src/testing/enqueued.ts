@@ -1,25 +1,27 @@
 import type { Errand } from "../client.js";
 import { ValidationError } from "../errors.js";
-import { type Job, type JobRow, type JobStatus, toJob } from "../job.js";
+import { type JobRow, type JobStatus, toJob } from "../job.js";
+import type { JobMap, JobOf, Kind, PayloadPattern, UntypedJobs } from "../jobs.js";
 import { checkKeys } from "../validate.js";
-import { type Json, serialisePayload } from "../payload.js";
+import { serialisePayload } from "../payload.js";
 import { testingQueriesFor } from "../sql/testing.js";
 
-/** Which jobs {@link enqueued} returns; every field left out matches all jobs. */
-export interface EnqueuedFilter {
+/** Which jobs {@link enqueued} returns; every field left out matches all jobs. Typed by the job map. */
+export interface EnqueuedFilter<Jobs = UntypedJobs, K extends Kind<Jobs> = Kind<Jobs>> {
   /** Only jobs of this kind. */
-  readonly kind?: string;
+  readonly kind?: K;
   /** Only jobs in this status (or any of these). */
   readonly status?: JobStatus | readonly JobStatus[];
   /** Only jobs whose payload contains this JSON (PostgreSQL `@>`: `{ orderId: 1042 }` matches `{ orderId: 1042, total: 5 }`). */
-  readonly payload?: Json;
+  readonly payload?: PayloadPattern<Jobs[K]>;
 }
 
 const statuses: readonly JobStatus[] = ["ready", "running", "done", "dead"];
 
 /**
  * The jobs in the queue, oldest first, whatever ran them or not — for assertions such
- * as "this request enqueued one `send_receipt` job for order 1042".
+ * as "this request enqueued one `send_receipt` job for order 1042". On a typed errand,
+ * `kind` types the jobs' payloads and the `payload` pattern.
  *
  * @example
  * ```ts
@@ -34,7 +36,7 @@ const statuses: readonly JobStatus[] = ["ready", "running", "done", "dead"];
  * await errand.close();
  * ```
  */
-export async function enqueued(errand: Errand, filter: EnqueuedFilter = {}): Promise<Job[]> {
+export async function enqueued<Jobs extends JobMap<Jobs>, K extends Kind<Jobs> = Kind<Jobs>>(errand: Errand<Jobs>, filter: EnqueuedFilter<Jobs, K> = {}): Promise<JobOf<Jobs, K>[]> {
   checkKeys(filter, "", ["kind", "status", "payload"]);
   const kind = filter.kind ?? null;
   if (kind !== null && typeof kind !== "string") throw new ValidationError("kind", "must be a string");
@@ -44,5 +46,5 @@ export async function enqueued(errand: Errand, filter: EnqueuedFilter = {}): Pro
   }
   const payload = filter.payload === undefined ? null : serialisePayload(filter.payload, Number.MAX_SAFE_INTEGER, "payload");
   const { rows } = await errand.driver.run<JobRow>(testingQueriesFor(errand.schema).listJobs, [kind, wanted, payload]);
-  return rows.map(toJob);
+  return rows.map(toJob) as JobOf<Jobs, K>[];
 }

@@ -21,6 +21,6 @@
  * @module
  */
 export { openTestErrand, type TestErrandOptions } from "./open-test-errand.js";
-export { drain, type DrainOptions, type DrainResult, type DrainedJob, type DrainOutcome } from "./drain.js";
+export { drain, type DrainOptions, type DrainResult, type DrainedJob, type DrainedRun, type DrainOutcome } from "./drain.js";
 export { advance } from "./advance.js";
 export { enqueued, type EnqueuedFilter } from "./enqueued.js";

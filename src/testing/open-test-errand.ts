@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { PGlite } from "@electric-sql/pglite";
 import { Errand, type ErrandOptions } from "../client.js";
+import type { JobMap, UntypedJobs } from "../jobs.js";
 import { ValidationError } from "../errors.js";
 import { pgDriver } from "../driver/pg.js";
 import { pgliteDriver } from "../driver/pglite.js";
@@ -12,7 +13,9 @@ import { checkKeys } from "../validate.js";
 import { testingQueriesFor } from "../sql/testing.js";
 
 /** Options for {@link openTestErrand}. */
-export interface TestErrandOptions {
+export interface TestErrandOptions<Jobs = UntypedJobs> {
+  /** The job kinds from `defineJobs`, exactly as in `Errand.open`: the errand is typed by them. */
+  readonly jobs?: ErrandOptions<Jobs>["jobs"];
   /** Per-kind defaults (attempts, backoff, lease, priority), exactly as in `Errand.open`. */
   readonly kinds?: ErrandOptions["kinds"];
   /** Largest payload accepted, in bytes of JSON. Default 256 KiB. */
@@ -30,6 +33,7 @@ export interface TestErrandOptions {
  * Opens an {@link Errand} for a test: by default on a fresh in-memory PGlite database
  * (no server, nothing on disk), migrated and ready. `errand.close()` closes that
  * database too. With `db`, it uses a throwaway schema there instead and drops it on close.
+ * Typed like `Errand.open`: by `jobs`, or by the type argument (`openTestErrand<Jobs>()`).
  *
  * @example
  * ```ts
@@ -40,9 +44,9 @@ export interface TestErrandOptions {
  * await errand.close(); // the in-memory database goes with it
  * ```
  */
-export async function openTestErrand(options: TestErrandOptions = {}): Promise<Errand> {
-  checkKeys(options, "", ["kinds", "maxPayloadBytes", "db"]);
-  const { db, kinds, maxPayloadBytes } = options;
+export async function openTestErrand<Jobs extends JobMap<Jobs> = UntypedJobs>(options: TestErrandOptions<Jobs> = {}): Promise<Errand<Jobs>> {
+  checkKeys(options, "", ["jobs", "kinds", "maxPayloadBytes", "db"]);
+  const { db, jobs, kinds, maxPayloadBytes } = options;
   let driver: Driver;
   let schema: string | undefined;
   if (db === undefined) {
@@ -51,9 +55,9 @@ export async function openTestErrand(options: TestErrandOptions = {}): Promise<E
     schema = `errand_test_${randomBytes(6).toString("hex")}`;
     driver = dropSchemaOnClose(sharedDriver(db), schema);
   }
-  let errand: Errand | undefined;
+  let errand: Errand<Jobs> | undefined;
   try {
-    errand = Errand.fromDriver(driver, { schema, kinds, maxPayloadBytes }); // validates kinds and maxPayloadBytes
+    errand = Errand.fromDriver<Jobs>(driver, { schema, jobs, kinds, maxPayloadBytes }); // validates jobs, kinds and maxPayloadBytes
     await errand.migrate();
   } catch (error) {
     await (errand ?? driver).close();

@@ -1,3 +1,4 @@
+import type { Kind, UntypedJobs } from "../jobs.js";
 import type { Json } from "../payload.js";
 
 /** What a handler gets besides the payload. */
@@ -30,13 +31,28 @@ export interface JobContext {
 export type Handler<Payload = Json> = (payload: Payload, context: JobContext) => unknown;
 
 /**
- * Handlers by job kind. Each may declare its own payload type.
+ * A handler of an untyped kind. Its payload is any JSON value (never `undefined`): to use
+ * it, annotate it (`({ orderId }: { orderId: number }) => …`) or check it. A method type,
+ * so that an annotated payload type fits as it did before job maps, as the payload is
+ * only checked at run time; unannotated, a property of it is a compile error, not `any`.
+ */
+type UntypedHandler = { handle(payload: NonNullable<unknown> | null, context: JobContext): unknown }["handle"];
+
+/** The handler of a kind whose payload type is `Payload`. */
+export type HandlerFor<Payload> = unknown extends Payload ? UntypedHandler : Handler<Payload>;
+
+/**
+ * Handlers by job kind, typed by the job map: each handler's payload is its kind's, and a
+ * kind that is not in the map is a compile error. A worker may handle some kinds only.
+ * Without a map (`Handlers`), any kind, each handler declaring its own payload type.
  *
  * @example
  * ```ts
- * const handlers = {
- *   send_receipt: async ({ orderId }: { orderId: number }, ctx) => mailer.send(orderId, ctx.idempotencyKey),
- * } satisfies Handlers;
+ * const handlers: Handlers<JobsOf<typeof jobs>> = {
+ *   send_welcome_email: async ({ userId }, ctx) => mailer.welcome(userId, ctx.idempotencyKey),
+ * };
  * ```
  */
-export type Handlers = Readonly<Record<string, Handler<never>>>;
+export type Handlers<Jobs = UntypedJobs> = string extends Kind<Jobs>
+  ? { readonly [kind: string]: HandlerFor<Jobs[string]> }
+  : { readonly [K in Kind<Jobs>]?: HandlerFor<Jobs[K]> };

@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { Errand, ValidationError } from "../../src/index.js";
+import { z } from "zod";
+import { Errand, type StandardSchemaV1, ValidationError, defineJobs, json } from "../../src/index.js";
+import { openTestErrand } from "../../src/testing/index.js";
 import { testErrand, useTestErrand } from "../support/db.js";
 
 const t = useTestErrand();
@@ -194,5 +196,107 @@ ON CONFLICT (dedupe_key) DO NOTHING`);
     } finally {
       await small.cleanup();
     }
+  });
+});
+
+describe("typed jobs (defineJobs)", () => {
+  // A hand-written Standard Schema: what any validation library hands errand.
+  const welcome: StandardSchemaV1<unknown, { userId: number }> = {
+    "~standard": {
+      version: 1,
+      vendor: "test",
+      validate: (value) => {
+        const userId = (value as { userId?: unknown } | null)?.userId;
+        return Number.isInteger(userId) ? { value: { userId: userId as number } } : { issues: [{ message: "must be an integer", path: [{ key: "userId" }] }] };
+      },
+    },
+  };
+  // Asynchronous, and normalising: the output is what gets stored.
+  const signup: StandardSchemaV1<unknown, { email: string }> = {
+    "~standard": {
+      version: 1,
+      vendor: "test",
+      validate: async (value) => {
+        const email = (value as { email?: unknown } | null)?.email;
+        return typeof email === "string" && email.includes("@") ? { value: { email: email.trim().toLowerCase() } } : { issues: [{ message: "is not an email address", path: ["email"] }] };
+      },
+    },
+  };
+  const jobs = defineJobs({
+    send_welcome_email: { payload: welcome, maxAttempts: 5, priority: 3 },
+    confirm_signup: { payload: signup },
+    resize_avatar: { payload: z.object({ userId: z.number().int(), sizes: z.array(z.number().int().positive()) }) },
+    sweep: { payload: json<{ olderThanDays?: number }>() },
+  });
+
+  const count = async () => (await t.sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${t.schema}.jobs`))[0]!.n;
+
+  it("refuses what a kind's schema refuses, naming the field, and writes nothing", async () => {
+    const errand = await Errand.open({ db: t.db, schema: t.schema, jobs, migrate: false });
+    try {
+      await expect(errand.enqueue("send_welcome_email", { userId: 1.5 })).rejects.toThrow(/^payload\.userId: must be an integer$/);
+      await expect(errand.enqueue("confirm_signup", { email: "nobody" })).rejects.toThrow(/^payload\.email: is not an email address$/);
+      // zod, through the same interface; a plain-JS caller's wrong type is caught too.
+      await expect(errand.enqueue("resize_avatar", { userId: "7" } as never)).rejects.toThrow(/^payload\.userId: .*expected number.* \(and 1 more issue\)$/);
+      const batch = errand.enqueueMany([
+        { kind: "sweep" },
+        { kind: "send_welcome_email", payload: { userId: 1 } },
+        { kind: "resize_avatar", payload: { userId: 1, sizes: [64, -1] } },
+      ]);
+      const error = await batch.then(() => undefined, (e: unknown) => e);
+      expect(error).toBeInstanceOf(ValidationError);
+      expect((error as ValidationError).field).toBe("jobs[2].payload.sizes[1]");
+      expect(await count()).toBe(0);
+    } finally {
+      await errand.close();
+    }
+  });
+
+  it("stores the schema's output, and takes each kind's settings from the definition", async () => {
+    const errand = await Errand.open({ db: t.db, schema: t.schema, jobs, migrate: false });
+    try {
+      const avatar = { userId: 7, sizes: [64], note: "not in the schema" };
+      const [a, b, c] = await errand.enqueueMany([
+        { kind: "resize_avatar", payload: avatar },
+        { kind: "confirm_signup", payload: { email: "  Ada@Example.COM " } },
+        { kind: "sweep", payload: { olderThanDays: 3 } },
+      ]);
+      expect((await errand.getJob(a!.id))!.payload).toEqual({ userId: 7, sizes: [64] });
+      expect((await errand.getJob(b!.id))!.payload).toEqual({ email: "ada@example.com" });
+      expect((await errand.getJob(c!.id))!.payload).toEqual({ olderThanDays: 3 });
+      const { id } = await errand.enqueue("send_welcome_email", { userId: 42 });
+      const job = await errand.getJob(id);
+      expect(job).toMatchObject({ kind: "send_welcome_email", payload: { userId: 42 }, maxAttempts: 5, priority: 3 });
+      if (job?.kind === "send_welcome_email") expect(job.payload.userId + 1).toBe(43);
+    } finally {
+      await errand.close();
+    }
+  });
+
+  it("checks schedules' payloads with the kind's schema when they are declared", async () => {
+    const errand = await openTestErrand({ jobs, db: t.db });
+    try {
+      const declared = errand.schedules.declare([
+        { name: "sweep", cron: "@daily", kind: "sweep" },
+        { name: "thumbs", cron: "@hourly", kind: "resize_avatar", payload: { userId: 1, sizes: [0] } },
+      ]);
+      await expect(declared).rejects.toThrow(/^schedules\[1\]\.payload\.sizes\[0\]: /);
+      expect(await errand.schedules.list()).toEqual([]);
+      const [info] = await errand.schedules.declare([{ name: "signup", cron: "@daily", kind: "confirm_signup", payload: { email: " A@B.C" } }]);
+      expect(info).toMatchObject({ name: "signup", kind: "confirm_signup", payload: { email: "a@b.c" } });
+    } finally {
+      await errand.close();
+    }
+  });
+
+  it("refuses a bad definition by name", async () => {
+    expect(() => defineJobs({ x: { payload: {} } } as never)).toThrow(/^jobs\.x\.payload: must be json<T>\(\) or a Standard Schema/);
+    expect(() => defineJobs({ x: { payload: json(), maxAttempt: 3 } } as never)).toThrow(/^jobs\.x\.maxAttempt: unknown option — did you mean 'maxAttempts'\?/);
+    expect(() => defineJobs({ x: null } as never)).toThrow(/^jobs\.x: must be an object/);
+    expect(() => defineJobs({ x: { payload: json<{ n: number }>(), maxAttempts: 0 } })).toThrow(/^jobs\.x\.maxAttempts: must be a positive integer/);
+    const handMade = { kinds: { x: { leaseMs: -1 } }, schemas: new Map() };
+    await expect(Errand.open({ db: t.db, schema: t.schema, jobs: handMade, migrate: false })).rejects.toThrow(/^jobs\.x\.leaseMs: must be a positive number/);
+    await expect(Errand.open({ db: t.db, schema: t.schema, jobs, kinds: {}, migrate: false })).rejects.toThrow(/^kinds: give jobs or kinds, not both/);
+    await expect(Errand.open({ db: t.db, schema: t.schema, jobs: { kinds: {} } as never, migrate: false })).rejects.toThrow(/^jobs: must be what defineJobs\(\) returns/);
   });
 });

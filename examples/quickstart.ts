@@ -1,0 +1,26 @@
+import { Errand, PermanentError, defineJobs, json } from "errand";
+
+// The jobs, defined once: each kind's payload type and settings. Everything below is typed by it.
+const jobs = defineJobs({
+  send_welcome_email: { payload: json<{ userId: number }>(), maxAttempts: 5 },
+});
+
+// No URL: the embedded database in ./.errand/data. Set DATABASE_URL for a server.
+const errand = await Errand.open({ jobs, connectionString: process.env.DATABASE_URL, schema: "quickstart" });
+
+const { id } = await errand.enqueue("send_welcome_email", { userId: 42 }, { dedupeKey: "welcome:42" });
+
+const worker = errand.worker({
+  concurrency: 5,
+  handlers: {
+    send_welcome_email: async ({ userId }, ctx) => { // userId: number
+      if (!Number.isInteger(userId)) throw new PermanentError("userId must be an integer"); // no retries
+      console.log(`attempt ${ctx.attempt}: emailing user ${userId} (idempotency key ${ctx.idempotencyKey})`);
+    },
+  },
+});
+await worker.start();
+
+while ((await errand.getJob(id))?.status !== "done") await new Promise((r) => setTimeout(r, 20));
+console.log(`job ${id} is done`);
+await errand.close(); // stops the worker gracefully, then closes the connection
