@@ -3,22 +3,7 @@
  * the CLI prints its help from here, so the two cannot disagree.
  */
 
-import type { RetryPolicy } from "./retry-policy.js";
-
-/**
- * Backoff between attempts: 30 s after the first failure, doubling, at most 1 hour,
- * times a 0.5–1.0 jitter. With {@link defaultMaxAttempts} that rides out a 20-minute
- * outage even if the jitter rolls its minimum every time.
- */
-export const defaultRetryPolicy: RetryPolicy = Object.freeze({
-  baseDelayMs: 30_000,
-  maxDelayMs: 3_600_000,
-  factor: 2,
-  jitter: 0.5,
-});
-
-/** Attempts before a job is dead. */
-export const defaultMaxAttempts = 8;
+export { defaultMaxAttempts, defaultRetryPolicy } from "./retry-policy.js";
 
 /** Schema holding errand's tables. */
 export const defaultSchema = "errand";

@@ -1,4 +1,4 @@
-import { closest } from "./validate.js";
+import { closest } from "./did-you-mean.js";
 
 /**
  * Every code an {@link ErrandError} carries, so `switch (err.code)` is checked by the

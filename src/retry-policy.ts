@@ -1,4 +1,3 @@
-import { defaultRetryPolicy } from "./defaults.js";
 import { ValidationError } from "./errors.js";
 
 /**
@@ -20,6 +19,21 @@ export interface RetryPolicy {
   readonly jitter: number;
 }
 
+
+/**
+ * Backoff between attempts: 30 s after the first failure, doubling, at most 1 hour,
+ * times a 0.5–1.0 jitter. With {@link defaultMaxAttempts} that rides out a 20-minute
+ * outage even if the jitter rolls its minimum every time.
+ */
+export const defaultRetryPolicy: RetryPolicy = Object.freeze({
+  baseDelayMs: 30_000,
+  maxDelayMs: 3_600_000,
+  factor: 2,
+  jitter: 0.5,
+});
+
+/** Attempts before a job is dead. */
+export const defaultMaxAttempts = 8;
 
 /**
  * Milliseconds to wait after failure number `failure` (1-based).

@@ -104,7 +104,7 @@ describe("errand worker: which database", () => {
     expect(lines).toContainEqual(expect.objectContaining({ event: "job_done", kind: "send_welcome_email" }));
     expect(result.stdout).not.toContain(password);
     const listed = await cli("schedules", "list", "--json");
-    expect(JSON.parse(listed.stdout.trim())).toMatchObject({ name: "nightly-report", cron: "0 2 * * *", timezone: "Europe/Berlin", kind: "send_report", payload: { to: "ops@example.com" } });
+    expect(JSON.parse(listed.stdout.trim())).toEqual([expect.objectContaining({ name: "nightly-report", cron: "0 2 * * *", timezone: "Europe/Berlin", kind: "send_report", payload: { to: "ops@example.com" } })]);
   }, 180_000);
 
   it("dashboard and metrics name their database and schema in their first line", async () => {
