@@ -31,7 +31,7 @@ describe("in a worker process", () => {
     await t.started(id, worker);
     expect(await t.errand.cancel({ ids: [id] })).toEqual([id]);
     const effect = await eventually(async () => (await t.effects(id)).find((e) => e.ended_at !== null), 10_000, "the handler to stop");
-    expect(effect.note).toBe(`aborted: job ${id} was cancelled`);
+    expect(effect?.note).toBe(`aborted: job ${id} was cancelled`);
     const job = await t.job(id);
     expect(job).toMatchObject({ status: "cancelled", attempts: 1 });
     const { id: next } = await t.errand.enqueue("record", { ms: 0 });
