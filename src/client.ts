@@ -207,6 +207,30 @@ export class Errand<Jobs extends JobMap<Jobs> = UntypedJobs> {
     return purgeJobs(this.driver, this.schema, options);
   }
 
+  /**
+   * Cancels jobs for good: status `cancelled`, never run or retried. A ready or scheduled
+   * job never runs; a running job's handler signal aborts (code `"cancelled"`) within about
+   * a second, its result is ignored, and a handler that ignores the signal frees its slot
+   * after a short grace. By ids: all or nothing — an unknown id raises a NotFoundError, a
+   * finished one (done, dead, cancelled) an ErrandError `"job_finished"`, and nothing
+   * changes. By kind: its ready and running jobs. Returns the ids cancelled.
+   */
+  async cancel(selector: { readonly ids: readonly (string | number)[] } | { readonly kind: Kind<Jobs> }): Promise<string[]> {
+    if (typeof selector === "object" && selector !== null && "all" in selector) throw new ValidationError("selector", "must be { ids } or { kind }");
+    const [ids, kind] = deadFilter(selector);
+    const { rows } = await this.driver.run<{ id: string; status: string; cancelled: boolean }>(this.#queries.cancel, [ids, kind]);
+    if (ids) {
+      const found = new Set(rows.map((row) => String(row.id)));
+      const missing = [...new Set(ids)].filter((id) => !found.has(id));
+      if (missing.length > 0) throw new NotFoundError(`no job with id ${missing.join(", ")}; nothing was cancelled`);
+      const finished = rows.filter((row) => !row.cancelled);
+      if (finished.length > 0) {
+        throw new ErrandError("job_finished", `cannot cancel ${finished.map((row) => `job ${row.id} (${row.status})`).join(", ")}: already finished; nothing was cancelled`);
+      }
+    }
+    return rows.map((row) => String(row.id));
+  }
+
   /** Dead letters: the jobs a person must look at. */
   readonly dead: DeadLetters<Jobs> = {
     list: async (options = {}) => {

@@ -23,6 +23,22 @@ export const defaultPriority = 0;
 /** Lease (visibility timeout) of a kind without its own: 5 minutes. */
 export const defaultLeaseMs = 5 * 60_000;
 
+/**
+ * Maximum run time of a job whose kind and enqueue set none: 30 minutes. Distinct from the
+ * lease, which heartbeats extend for as long as the handler runs: without a maximum, a
+ * handler that never settles (a hung HTTP call) would hold its job and its slot forever.
+ * 30 minutes is far beyond a typical job and still frees a stuck slot the same hour; set
+ * `timeoutMs` per kind for anything that should fail sooner, or legitimately runs longer.
+ */
+export const defaultTimeoutMs = 30 * 60_000;
+
+/**
+ * After a handler's maximum run time (or a cancel) fires its signal, how long the worker
+ * waits for it to settle before it records the outcome anyway and frees the slot: a late
+ * result is then ignored.
+ */
+export const abortGraceMs = 1_000;
+
 /** Handlers a worker runs at once. */
 export const defaultConcurrency = 10;
 

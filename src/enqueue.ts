@@ -11,7 +11,7 @@ import type { ResolvedKind } from "./options.js";
 import { serialisePayload } from "./payload.js";
 import { type RetryPolicy, resolveRetryPolicy } from "./retry-policy.js";
 import { queriesFor } from "./sql/jobs.js";
-import { checkDate, checkKeys, checkMaxAttempts, checkText, integer, nonNegativeMs } from "./validate.js";
+import { checkDate, checkKeys, checkMaxAttempts, checkText, integer, nonNegativeMs, timeoutMs } from "./validate.js";
 
 /** Options for one job at enqueue time. */
 export interface EnqueueOptions {
@@ -27,6 +27,8 @@ export interface EnqueueOptions {
   readonly dedupeKey?: string;
   /** Backoff for this job only. */
   readonly retry?: Partial<RetryPolicy>;
+  /** Maximum run time of each attempt of this job, in ms (whole, ≥ 1). Default: the kind's, else 30 minutes. */
+  readonly timeoutMs?: number;
   /** Your connection or open transaction: the job commits or rolls back with it. */
   readonly db?: Queryable;
 }
@@ -74,7 +76,7 @@ export interface EnqueueTarget {
   readonly schemas: ReadonlyMap<string, StandardSchemaV1>;
 }
 
-const specKeys = ["kind", "payload", "runAt", "delay", "maxAttempts", "priority", "dedupeKey", "retry"];
+const specKeys = ["kind", "payload", "runAt", "delay", "maxAttempts", "priority", "dedupeKey", "retry", "timeoutMs"];
 
 /**
  * Enqueues `specs` in one statement (one round trip), on `db` when given (the caller's
@@ -117,7 +119,7 @@ export interface EncodedJobs {
   /**
    * A JSON array with one object per job, keyed by column: `kind`, `payload`, `run_at`
    * (ISO text; absent = now), `delay_ms` (absent = 0), `max_attempts`, `priority`,
-   * `dedupe_key` and `retry` (absent = none). `jobFields` in src/sql/jobs.ts reads them.
+   * `dedupe_key`, `retry` and `timeout_ms` (absent = none). `jobFields` in src/sql/jobs.ts reads them.
    */
   readonly json: string;
   /** Each job's dedupe key, or null, in input order. */
@@ -150,6 +152,7 @@ export function encodeJobs(specs: readonly JobSpec[], kinds: ReadonlyMap<string,
     const dedupeKey = spec.dedupeKey === undefined ? null : checkText(spec.dedupeKey, `${field}dedupeKey`, { maxBytes: maxDedupeKeyBytes });
     if (dedupeKey !== null) entry += `,"dedupe_key":${JSON.stringify(dedupeKey)}`;
     if (spec.retry !== undefined) entry += `,"retry":${JSON.stringify(resolveRetryPolicy(spec.retry, `${field}retry`, kind?.retry ?? defaultRetryPolicy))}`;
+    if (spec.timeoutMs !== undefined) entry += `,"timeout_ms":${timeoutMs(spec.timeoutMs, `${field}timeoutMs`)}`;
     dedupeKeys.push(dedupeKey);
     entries.push(`${entry}}`);
   });

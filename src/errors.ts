@@ -30,6 +30,12 @@ export type ErrandErrorCode =
   | "lease_expired"
   /** The worker is stopping past its deadline; the handler's signal aborts with this and the job runs again. */
   | "shutdown"
+  /** The handler ran past its maximum run time (`timeoutMs`); its signal aborts with this and the attempt fails. */
+  | "timeout"
+  /** The job was cancelled while it ran; its signal aborts with this and the job ends `cancelled`. */
+  | "cancelled"
+  /** A job named to cancel has already finished (done, dead or cancelled); nothing was changed. */
+  | "job_finished"
   /** An alert notifier (webhook, Telegram) did not deliver. */
   | "notify_failed"
   /** `drain()` (errand/testing) ran its `maxJobs` and jobs are still due. */

@@ -9,9 +9,14 @@
  * - `running` → `dead`: a permanent error, the last attempt failing, or the rescuer
  *   burying a job whose last attempt's lease expired.
  * - `dead` → `ready`: a person retrying it (attempts reset); `dead` → deleted: discard.
+ * - `ready` or `running` → `cancelled`: a person cancelling it (`errand.cancel`); never
+ *   retried. A running job's handler is aborted at its worker's next heartbeat, sent at once.
  * - `done` → deleted: the purger (`errand purge`), after the retention period.
  */
-export type JobStatus = "ready" | "running" | "done" | "dead";
+export type JobStatus = "ready" | "running" | "done" | "dead" | "cancelled";
+
+/** Every {@link JobStatus}, in the order a job moves through them. */
+export const JOB_STATUSES: readonly JobStatus[] = ["ready", "running", "done", "dead", "cancelled"];
 
 /** One recorded failure in a job's history. */
 export interface JobError {

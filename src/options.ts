@@ -1,6 +1,6 @@
 import { defaultMaxAttempts, defaultPriority } from "./defaults.js";
 import { type RetryPolicy, resolveRetryPolicy } from "./retry-policy.js";
-import { checkKeys, checkMaxAttempts, integer, positiveMs } from "./validate.js";
+import { checkKeys, checkMaxAttempts, integer, positiveMs, timeoutMs } from "./validate.js";
 
 
 /** Settings for one job kind, shared by producers (defaults) and workers. */
@@ -13,6 +13,12 @@ export interface KindOptions {
   readonly leaseMs?: number;
   /** Default priority for jobs of this kind (higher runs first). Default 0. */
   readonly priority?: number;
+  /**
+   * Maximum run time of one attempt in ms, enforced by the worker: at the deadline the
+   * handler's signal aborts and the attempt fails ("timed out after N ms", retried as
+   * usual). Not the lease, which heartbeats extend while the handler runs. Default 30 minutes.
+   */
+  readonly timeoutMs?: number;
 }
 
 /** {@link KindOptions} with defaults filled in. */
@@ -21,6 +27,8 @@ export interface ResolvedKind {
   readonly retry: RetryPolicy;
   readonly leaseMs: number | undefined;
   readonly priority: number;
+  /** Undefined: the worker's default applies. */
+  readonly timeoutMs: number | undefined;
 }
 
 /** Validates every kind's options once, at construction; errors name `<parent>.<kind>.<option>`. */
@@ -28,12 +36,13 @@ export function resolveKinds(kinds: Readonly<Record<string, KindOptions>> | unde
   const resolved = new Map<string, ResolvedKind>();
   for (const [kind, options] of Object.entries(kinds ?? {})) {
     const field = `${parent}.${kind}`;
-    checkKeys(options, field, ["maxAttempts", "retry", "leaseMs", "priority"]);
+    checkKeys(options, field, ["maxAttempts", "retry", "leaseMs", "priority", "timeoutMs"]);
     resolved.set(kind, {
       maxAttempts: options.maxAttempts === undefined ? defaultMaxAttempts : checkMaxAttempts(options.maxAttempts, `${field}.maxAttempts`),
       retry: resolveRetryPolicy(options.retry, `${field}.retry`),
       leaseMs: options.leaseMs === undefined ? undefined : positiveMs(options.leaseMs, `${field}.leaseMs`),
       priority: options.priority === undefined ? defaultPriority : integer(options.priority, `${field}.priority`),
+      timeoutMs: options.timeoutMs === undefined ? undefined : timeoutMs(options.timeoutMs, `${field}.timeoutMs`),
     });
   }
   return resolved;

@@ -25,6 +25,14 @@ export function positiveMs(value: unknown, field: string): number {
   return value;
 }
 
+/** A maximum run time: a whole number of milliseconds, at least 1, that fits PostgreSQL's \`int\`. */
+export function timeoutMs(value: unknown, field: string): number {
+  if (typeof value !== "number" || !Number.isInteger(value) || value < 1 || value > 2_147_483_647) {
+    throw new ValidationError(field, `must be a whole number of milliseconds from 1 to 2147483647 (got ${show(value)})`);
+  }
+  return value;
+}
+
 /** A non-negative, finite number of milliseconds. */
 export function nonNegativeMs(value: unknown, field: string): number {
   if (typeof value !== "number" || !Number.isFinite(value) || value < 0) throw new ValidationError(field, `must be a number of milliseconds ≥ 0 (got ${show(value)})`);

@@ -1,5 +1,5 @@
 import type { Statement } from "../driver/types.js";
-import { channelFor, memoisePerSchema, qualified, statement } from "./statement.js";
+import { cancelChannelFor, channelFor, memoisePerSchema, qualified, statement } from "./statement.js";
 
 /** Every statement errand runs, for one schema. Built once per client. */
 export interface Queries {
@@ -10,6 +10,7 @@ export interface Queries {
   readonly start: Statement;
   readonly complete: Statement;
   readonly fail: Statement;
+  readonly failTimedOut: Statement;
   readonly release: Statement;
   readonly deadLetter: Statement;
   readonly heartbeat: Statement;
@@ -18,10 +19,11 @@ export interface Queries {
   readonly listDead: Statement;
   readonly retryDead: Statement;
   readonly discardDead: Statement;
+  readonly cancel: Statement;
 }
 
 /** The statements for `schema` (memoised). */
-export const queriesFor = memoisePerSchema((schema): Queries => build(qualified(schema), channelFor(schema)));
+export const queriesFor = memoisePerSchema((schema): Queries => build(qualified(schema), channelFor(schema), cancelChannelFor(schema)));
 
 /** Columns returned for a job everywhere a whole job is returned. */
 const jobColumns = `j.id, j.kind, j.payload, j.status, j.priority, j.attempts, j.max_attempts, j.run_at,
@@ -32,14 +34,14 @@ const jobColumns = `j.id, j.kind, j.payload, j.status, j.priority, j.attempts, j
  * keyed by column — see EncodedJobs in src/enqueue.ts, which writes them. The record
  * definition names and types each field once; absent fields are null (a JSON null
  * payload too, hence the coalesce). Columns: ord (input order), kind, payload, run_at
- * (the given time, else now() + delay_ms), max_attempts, priority, dedupe_key, retry.
+ * (the given time, else now() + delay_ms), max_attempts, priority, dedupe_key, retry, timeout_ms.
  */
 const jobInput = `(SELECT t.ord, t.kind, coalesce(t.payload, 'null') AS payload,
                coalesce(t.run_at, now() + coalesce(t.delay_ms, 0) * interval '1 millisecond') AS run_at,
-               t.max_attempts, t.priority, t.dedupe_key, t.retry
+               t.max_attempts, t.priority, t.dedupe_key, t.retry, t.timeout_ms
         FROM ROWS FROM (jsonb_to_recordset($1::jsonb) AS (kind text, payload jsonb, run_at timestamptz, delay_ms float8,
-                                                         max_attempts int, priority int, dedupe_key text, retry jsonb))
-             WITH ORDINALITY AS t(kind, payload, run_at, delay_ms, max_attempts, priority, dedupe_key, retry, ord))`;
+                                                         max_attempts int, priority int, dedupe_key text, retry jsonb, timeout_ms int))
+             WITH ORDINALITY AS t(kind, payload, run_at, delay_ms, max_attempts, priority, dedupe_key, retry, timeout_ms, ord))`;
 
 /**
  * The attempt a held row is on. A claim charges an attempt only to the rows whose handlers
@@ -64,13 +66,26 @@ function appendError(entry: string): string {
 /** Times a rescuer may return a reserved row whose lease expired before it is charged anyway. */
 export const maxUnstartedRefunds = 3;
 
-function build(s: string, channel: string): Queries {
+function build(s: string, channel: string, cancelChannel: string): Queries {
   const jobs = `${s}.jobs`;
   /** fail's per-job values: $2 is {id: [attempt, delay_ms, permanent, error]} (see byId). */
   const failed = (index: number, cast: string): string => `($2::jsonb -> j.id::text ->> ${index})${cast}`;
   const [attempt, delayMs, permanent, error] = [failed(0, "::int"), failed(1, "::float8"), failed(2, "::boolean"), failed(3, "")];
   /** The first $5 rows of the claim's batch, in claim order: their handlers start now. */
   const startsNow = "j.ctid = ANY(ARRAY(SELECT ctid FROM next LIMIT $5))";
+  /** fail's update (see fail and failTimedOut). */
+  const failUpdate = `UPDATE ${jobs} j
+      SET status = CASE WHEN ${permanent} OR ${attempt} >= j.max_attempts THEN 'dead' ELSE 'ready' END,
+          attempts = ${attempt},
+          started_at = coalesce(j.started_at, now()),
+          run_at = CASE WHEN ${permanent} OR ${attempt} >= j.max_attempts THEN j.run_at
+                        ELSE now() + ${delayMs} * interval '1 millisecond' END,
+          finished_at = CASE WHEN ${permanent} OR ${attempt} >= j.max_attempts THEN now() END,
+          last_error = ${error},
+          errors = ${appendError(`jsonb_build_object('attempt', ${attempt}, 'at', now(), 'error', ${error})`)},
+          locked_until = NULL, locked_by = NULL
+      WHERE j.id = ANY($1::bigint[]) AND ${heldAttempt} = ${attempt}
+        AND j.status = 'running' AND j.locked_by = $3`;
   return {
     /*
      * enqueue — inserts n jobs in one statement. Ids are drawn first so each input row
@@ -90,12 +105,12 @@ function build(s: string, channel: string): Queries {
         SELECT nextval((SELECT pg_get_serial_sequence('${jobs}', 'id')::regclass)) AS id, j.*
         FROM ${jobInput} AS j
       ), plain AS (
-        INSERT INTO ${jobs} (id, kind, payload, run_at, max_attempts, priority, retry)
-        SELECT id, kind, payload, run_at, max_attempts, priority, retry
+        INSERT INTO ${jobs} (id, kind, payload, run_at, max_attempts, priority, retry, timeout_ms)
+        SELECT id, kind, payload, run_at, max_attempts, priority, retry, timeout_ms
         FROM input WHERE dedupe_key IS NULL ORDER BY ord
       ), inserted AS (
-        INSERT INTO ${jobs} (id, kind, payload, run_at, max_attempts, priority, dedupe_key, retry)
-        SELECT id, kind, payload, run_at, max_attempts, priority, dedupe_key, retry
+        INSERT INTO ${jobs} (id, kind, payload, run_at, max_attempts, priority, dedupe_key, retry, timeout_ms)
+        SELECT id, kind, payload, run_at, max_attempts, priority, dedupe_key, retry, timeout_ms
         FROM input WHERE dedupe_key IS NOT NULL ORDER BY ord
         ON CONFLICT (dedupe_key) DO NOTHING
         RETURNING id, dedupe_key
@@ -116,8 +131,8 @@ function build(s: string, channel: string): Queries {
      */
     enqueuePlain: statement(`
       WITH inserted AS (
-        INSERT INTO ${jobs} (kind, payload, run_at, max_attempts, priority, retry)
-        SELECT kind, payload, run_at, max_attempts, priority, retry
+        INSERT INTO ${jobs} (kind, payload, run_at, max_attempts, priority, retry, timeout_ms)
+        SELECT kind, payload, run_at, max_attempts, priority, retry, timeout_ms
         FROM ${jobInput} AS input
         RETURNING id
       )
@@ -137,7 +152,7 @@ function build(s: string, channel: string): Queries {
      * statement holds their locks), not by joining on id, whose plan depended on the
      * table's statistics (a hash of the whole table per claim when it was small).
      * rows: id, kind, payload, attempts, started, max_attempts, retry (as text: decoded
-     * per job by the worker), run_at_ms, created_at_ms (epoch milliseconds: a float is
+     * per job by the worker), timeout_ms (null: the kind's), run_at_ms, created_at_ms (epoch milliseconds: a float is
      * cheaper to send and to read than a timestamptz)
      */
     claim: statement(`
@@ -155,7 +170,7 @@ function build(s: string, channel: string): Queries {
           locked_until = now() + coalesce(($3::jsonb ->> j.kind)::float8, $4::float8) * interval '1 millisecond',
           started_at = CASE WHEN ${startsNow} THEN now() END
       WHERE j.ctid = ANY(ARRAY(SELECT ctid FROM next))
-      RETURNING j.id, j.kind, j.payload, j.attempts, j.started_at IS NOT NULL AS started, j.max_attempts, j.retry::text AS retry,
+      RETURNING j.id, j.kind, j.payload, j.attempts, j.started_at IS NOT NULL AS started, j.max_attempts, j.retry::text AS retry, j.timeout_ms,
                 (extract(epoch FROM j.run_at) * 1000)::float8 AS run_at_ms,
                 (extract(epoch FROM j.created_at) * 1000)::float8 AS created_at_ms`),
 
@@ -201,26 +216,13 @@ function build(s: string, channel: string): Queries {
      * $1 id bigint[], $2 {id: [attempt, delay_ms, permanent, error]} (JSON, see byId),
      * $3 worker id; rows: id, status
      */
-    fail: statement(
-      counted(
-        s,
-        "",
-        `UPDATE ${jobs} j
-      SET status = CASE WHEN ${permanent} OR ${attempt} >= j.max_attempts THEN 'dead' ELSE 'ready' END,
-          attempts = ${attempt},
-          started_at = coalesce(j.started_at, now()),
-          run_at = CASE WHEN ${permanent} OR ${attempt} >= j.max_attempts THEN j.run_at
-                        ELSE now() + ${delayMs} * interval '1 millisecond' END,
-          finished_at = CASE WHEN ${permanent} OR ${attempt} >= j.max_attempts THEN now() END,
-          last_error = ${error},
-          errors = ${appendError(`jsonb_build_object('attempt', ${attempt}, 'at', now(), 'error', ${error})`)},
-          locked_until = NULL, locked_by = NULL
-      WHERE j.id = ANY($1::bigint[]) AND ${heldAttempt} = ${attempt}
-        AND j.status = 'running' AND j.locked_by = $3`,
-        "id, status",
-        "failure",
-      ),
-    ),
+    fail: statement(counted(s, "", failUpdate, "id, status", "failure")),
+
+    /*
+     * failTimedOut — fail for attempts that ran past their maximum run time: the same
+     * update, also counted as timeouts for stats. Same parameters and rows as fail.
+     */
+    failTimedOut: statement(counted(s, "", failUpdate, "id, status", "timeout")),
 
     /*
      * release — gives jobs back without spending an attempt (shutdown, a buffered job
@@ -263,16 +265,19 @@ function build(s: string, channel: string): Queries {
     /*
      * heartbeat — extends the leases of this worker's jobs; a job missing from the result
      * was lost (rescued, retried elsewhere or deleted) and its handler must stop. Reserved
-     * rows are held like started ones.
+     * rows are held like started ones. A job cancelled while this worker held it (see
+     * cancel) comes back once with cancelled = true, and lets go of its worker.
      * $1 id bigint[], $2 {id: attempt} (JSON, see byId), $3 worker id, $4 kind → lease
-     * ms (JSON), $5 default lease ms; rows: id, attempts
+     * ms (JSON), $5 default lease ms; rows: id, attempts, cancelled
      */
     heartbeat: statement(`
       UPDATE ${jobs} j
-      SET locked_until = now() + coalesce(($4::jsonb ->> j.kind)::float8, $5::float8) * interval '1 millisecond'
+      SET locked_until = CASE WHEN j.status = 'running'
+                              THEN now() + coalesce(($4::jsonb ->> j.kind)::float8, $5::float8) * interval '1 millisecond' END,
+          locked_by = CASE WHEN j.status = 'running' THEN j.locked_by END
       WHERE j.id = ANY($1::bigint[]) AND ${heldAttempt} = ($2::jsonb ->> j.id::text)::int
-        AND j.status = 'running' AND j.locked_by = $3
-      RETURNING j.id, ${heldAttempt} AS attempts`),
+        AND j.status IN ('running', 'cancelled') AND j.locked_by = $3
+      RETURNING j.id, ${heldAttempt} AS attempts, j.status = 'cancelled' AS cancelled`),
 
     /*
      * rescue — returns up to $1 jobs whose lease expired (their worker died or overran)
@@ -365,6 +370,41 @@ function build(s: string, channel: string): Queries {
         AND ($1::bigint[] IS NULL OR j.id = ANY($1::bigint[]))
         AND ($2::text IS NULL OR j.kind = $2)
       RETURNING j.id`),
+
+    /*
+     * cancel — cancels ready (incl. scheduled) and running jobs: status cancelled, for
+     * good. A running row keeps locked_by: its worker's next heartbeat sees it, aborts the
+     * handler and lets go; the notification on the cancel channel makes the workers send
+     * that heartbeat at once. Explicit ids are all-or-nothing: if one is unknown or already
+     * finished, nothing changes and the rows say why. By kind: only its ready and running
+     * jobs. Counted for stats (outcome_counts.cancelled).
+     * $1 id bigint[] (null = by kind), $2 kind (null = any); rows: id, status (before),
+     * cancelled (whether this statement cancelled it)
+     */
+    cancel: statement(`
+      WITH found AS (
+        SELECT j.id, j.kind, j.status FROM ${jobs} j
+        WHERE ($1::bigint[] IS NULL OR j.id = ANY($1::bigint[])) AND ($2::text IS NULL OR j.kind = $2)
+          AND ($1::bigint[] IS NOT NULL OR j.status IN ('ready', 'running'))
+        FOR UPDATE
+      ), allowed AS (
+        SELECT NOT EXISTS (SELECT 1 FROM found WHERE status NOT IN ('ready', 'running'))
+               AND ($1::bigint[] IS NULL OR (SELECT count(*) FROM found) = (SELECT count(DISTINCT x) FROM unnest($1::bigint[]) x)) AS ok
+      ), changed AS (
+        UPDATE ${jobs} j
+        SET status = 'cancelled', finished_at = now(), locked_until = NULL
+        FROM found f
+        WHERE j.id = f.id AND (SELECT ok FROM allowed)
+        RETURNING j.id, j.kind, f.status AS was
+      ), tallied AS (
+        INSERT INTO ${s}.outcome_counts AS c (bucket, kind, shard, cancelled)
+        SELECT to_timestamp(floor(extract(epoch FROM now()) / 10) * 10), kind, pg_backend_pid() % 4, count(*)
+        FROM changed GROUP BY kind ORDER BY kind
+        ON CONFLICT (bucket, kind, shard) DO UPDATE SET cancelled = c.cancelled + excluded.cancelled
+      )
+      SELECT f.id, f.status, c.id IS NOT NULL AS cancelled,
+             CASE WHEN c.was = 'running' THEN pg_notify('${cancelChannel}', '') END IS NULL AS notified
+      FROM found f LEFT JOIN changed c USING (id)`),
   };
 }
 
@@ -394,7 +434,9 @@ export function byId<T>(ids: readonly string[], values: readonly T[]): string {
  * by backend so concurrent workers seldom wait on one counter row. Only the statements
  * that finish attempts pay for it — claims and heartbeats do not.
  */
-function counted(s: string, ctes: string, update: string, returning: string, outcome: "done" | "failure" | "rescue"): string {
+function counted(s: string, ctes: string, update: string, returning: string, outcome: "done" | "failure" | "rescue" | "timeout"): string {
+  // A timed-out attempt is a failure, also counted as a timeout.
+  const timeouts = outcome === "timeout";
   // A rescue that returns a reservation unspent (see rescue) is not a failed attempt.
   const tallies =
     outcome === "done" ? "count(*), 0, 0" : `0, count(*)${outcome === "rescue" ? " FILTER (WHERE NOT refund)" : ""}, count(*) FILTER (WHERE status = 'dead')`;
@@ -410,10 +452,12 @@ function counted(s: string, ctes: string, update: string, returning: string, out
         ${update}
         RETURNING j.id, j.kind, j.status${outcome === "rescue" ? ", d.refund" : ""}
       ), tallied AS (
-        INSERT INTO ${s}.outcome_counts AS c (bucket, kind, shard, done, failed, died)
-        SELECT to_timestamp(floor(extract(epoch FROM now()) / 10) * 10), kind, pg_backend_pid() % 4, ${tallies}
+        INSERT INTO ${s}.outcome_counts AS c (bucket, kind, shard, done, failed, died${timeouts ? ", timed_out" : ""})
+        SELECT to_timestamp(floor(extract(epoch FROM now()) / 10) * 10), kind, pg_backend_pid() % 4, ${tallies}${timeouts ? ", count(*)" : ""}
         FROM changed GROUP BY kind ORDER BY kind
         ON CONFLICT (bucket, kind, shard) DO UPDATE
-          SET done = c.done + excluded.done, failed = c.failed + excluded.failed, died = c.died + excluded.died)${keptDone}
+          SET done = c.done + excluded.done, failed = c.failed + excluded.failed, died = c.died + excluded.died${
+            timeouts ? ", timed_out = c.timed_out + excluded.timed_out" : ""
+          })${keptDone}
       SELECT ${returning} FROM changed`;
 }

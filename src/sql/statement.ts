@@ -32,6 +32,14 @@ export function channelFor(schema: string): string {
   return `errand_jobs_${schema}`;
 }
 
+/**
+ * The channel on which cancel tells workers that a job they hold was cancelled (they send
+ * a heartbeat at once, which reports it). As long as {@link channelFor}'s, so it fits too.
+ */
+export function cancelChannelFor(schema: string): string {
+  return `errand_stop_${schema}`;
+}
+
 /** A named statement; the name is a hash of the text, so it is stable per schema. */
 export function statement(text: string): Statement {
   return { name: `errand_${createHash("sha1").update(text).digest("hex").slice(0, 20)}`, text };

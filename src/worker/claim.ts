@@ -13,6 +13,8 @@ export interface ClaimRow {
   max_attempts: number;
   /** jsonb as text: decoded per job, so one odd value cannot fail the batch. */
   retry: string | null;
+  /** The job's own maximum run time in ms; null (almost always): its kind's. */
+  timeout_ms: number | null;
   /** Epoch milliseconds (float8): cheaper to read than a timestamptz's text. */
   run_at_ms: number;
   created_at_ms: number;
@@ -47,6 +49,7 @@ export function decodeClaimRow(row: ClaimRow, policyFor: (kind: string) => Retry
     attempt: row.started ? Number(row.attempts) : Number(row.attempts) + 1,
     maxAttempts: Number(row.max_attempts),
     retry,
+    timeoutMs: row.timeout_ms === null || row.timeout_ms === undefined ? null : Number(row.timeout_ms),
     runAt: new Date(Number(row.run_at_ms)),
     createdAt: new Date(Number(row.created_at_ms)),
   };

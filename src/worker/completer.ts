@@ -4,15 +4,22 @@ import { ErrandError } from "../errors.js";
 import { type Queries, byId } from "../sql/jobs.js";
 import type { ClaimedJob, Outcome } from "./executor.js";
 
-/** What the completer writes for a job: its outcome, a release, or (see `started`) its start. */
-type Written = Outcome | { readonly type: "released" } | { readonly type: "started" };
+/** An attempt that ran past its maximum run time: written as a failure, counted as a timeout. */
+export interface TimedOut {
+  readonly type: "timedOut";
+  readonly error: string;
+  readonly delayMs: number;
+}
+
+/** What the completer writes for a job: its outcome, a timeout, a release, or (see `started`) its start. */
+type Written = Outcome | TimedOut | { readonly type: "released" } | { readonly type: "started" };
 
 interface Pending {
   readonly job: ClaimedJob;
   readonly outcome: Written;
 }
 
-type WriteType = "done" | "failed" | "released" | "started";
+type WriteType = "done" | "failed" | "timedOut" | "released" | "started";
 
 /** What writing one group of rows came to. */
 interface GroupResult {
@@ -218,12 +225,12 @@ export class Completer {
       const attempts = byId(id, items.map((p) => p.job.attempt));
       return this.#driver.run<{ id: string }>(type === "done" ? this.#queries.complete : this.#queries.start, [id, attempts, w]);
     }
-    if (type === "failed") {
+    if (type === "failed" || type === "timedOut") {
       const values = items.map((p) => {
-        const o = p.outcome as Extract<Outcome, { type: "failed" }>;
-        return [p.job.attempt, o.delayMs, o.permanent, o.error] as const;
+        const o = p.outcome as Extract<Outcome, { type: "failed" }> | TimedOut;
+        return [p.job.attempt, o.delayMs, o.type === "failed" && o.permanent, o.error] as const;
       });
-      return this.#driver.run<{ id: string }>(this.#queries.fail, [id, byId(id, values), w]);
+      return this.#driver.run<{ id: string }>(type === "failed" ? this.#queries.fail : this.#queries.failTimedOut, [id, byId(id, values), w]);
     }
     const values = items.map((p) => [p.job.attempt, p.outcome.type === "snoozed" ? p.outcome.delayMs : 0] as const);
     return this.#driver.run<{ id: string }>(this.#queries.release, [id, byId(id, values), w]);

@@ -16,6 +16,8 @@ export interface ClaimedJob {
   readonly retry: RetryPolicy | null;
   readonly runAt: Date;
   readonly createdAt: Date;
+  /** The job's own maximum run time in ms, if it was enqueued with one (else its kind's applies). */
+  readonly timeoutMs?: number | null;
 }
 
 /** What running a handler came to, to be written by the completer. */

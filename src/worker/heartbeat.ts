@@ -12,6 +12,8 @@ export interface HeldJobs {
   held(): ClaimedJob[];
   /** Aborts the running `jobs` and forgets the buffered ones; `lost` = the database said so. Returns the ids it held. */
   drop(jobs: readonly ClaimedJob[], reason: (job: ClaimedJob) => ErrandError, lost: boolean): string[];
+  /** Aborts the running `jobs`, cancelled in the database, and forgets the buffered ones. Returns the ids it held. */
+  cancel(jobs: readonly ClaimedJob[]): string[];
 }
 
 /** What a {@link Heartbeat} works with. */
@@ -60,12 +62,17 @@ export class Heartbeat {
     if (held.length === 0) return;
     const sentAt = this.#clock.now();
     let kept: Set<string>;
+    let cancelled: Set<string> | undefined;
     try {
       const ids = held.map((j) => j.id);
       const attempts = byId(ids, held.map((j) => j.attempt));
       const { leasesByKind, leaseMs } = this.#settings;
-      const { rows } = await this.#driver.run<{ id: string; attempts: number }>(this.#queries.heartbeat, [ids, attempts, this.#workerId, leasesByKind, leaseMs]);
-      kept = new Set(rows.map((row) => `${row.id}/${row.attempts}`));
+      const { rows } = await this.#driver.run<{ id: string; attempts: number; cancelled: boolean }>(this.#queries.heartbeat, [ids, attempts, this.#workerId, leasesByKind, leaseMs]);
+      kept = new Set();
+      for (const row of rows) {
+        if (row.cancelled) (cancelled ??= new Set()).add(`${row.id}/${row.attempts}`);
+        else kept.add(`${row.id}/${row.attempts}`);
+      }
     } catch (error) {
       this.#emit({ type: "error", during: "heartbeat", error });
       return;
@@ -73,7 +80,13 @@ export class Heartbeat {
     const extended = held.filter((job) => kept.has(`${job.id}/${job.attempt}`));
     this.#local.extended(extended, sentAt);
     if (extended.length === held.length) return;
-    const lost = held.filter((job) => !kept.has(`${job.id}/${job.attempt}`));
+    if (cancelled) {
+      const stop = held.filter((job) => cancelled.has(`${job.id}/${job.attempt}`));
+      const ids = this.#jobs.cancel(stop);
+      if (ids.length) this.#emit({ type: "jobs_cancelled", jobIds: ids });
+    }
+    const lost = held.filter((job) => !kept.has(`${job.id}/${job.attempt}`) && !cancelled?.has(`${job.id}/${job.attempt}`));
+    if (lost.length === 0) return;
     this.#drop(lost, (job) => new ErrandError("lease_lost", `the lease on job ${job.id} was lost; another worker may run it`), true);
   }
 

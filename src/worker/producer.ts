@@ -35,6 +35,8 @@ export interface ProducerParts {
   readonly handlers: Handlers;
   /** The retry policy of a kind (its own, else the default). */
   readonly policyFor: (kind: string) => RetryPolicy;
+  /** A kind's maximum run time in ms, if it sets one. */
+  readonly timeoutFor: (kind: string) => number | undefined;
   readonly settings: WorkerSettings;
   readonly completer: Completer;
   readonly leases: LocalLeases;
@@ -145,6 +147,30 @@ export class Producer {
       }
     }
     return dropped;
+  }
+
+  /**
+   * Lets go of jobs cancelled in the database: aborts their handlers with a cancel reason
+   * (freeing the slot after a grace if a handler ignores it) and takes them out of the
+   * buffer. Nothing is written for them. Returns the ids of the jobs it held.
+   */
+  cancel(jobs: readonly ClaimedJob[]): string[] {
+    const cancelled: string[] = [];
+    for (const job of jobs) {
+      if (this.#running.cancel(job)) cancelled.push(job.id);
+      const buffered = this.#buffer.findIndex((b) => b.job === job);
+      if (buffered >= 0) {
+        this.#buffer.splice(buffered, 1);
+        this.#forgetBuffered(job);
+        cancelled.push(job.id);
+      }
+    }
+    return cancelled;
+  }
+
+  /** Times out handlers past the default maximum run time (see RunningJobs.sweep). */
+  sweep(): void {
+    this.#running.sweep();
   }
 
   /** Gives back buffered jobs that waited longer than {@link maxBufferWaitMs} (adaptive prefetch). */

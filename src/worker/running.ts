@@ -1,6 +1,7 @@
 import type { Clock } from "../clock.js";
+import { abortGraceMs, defaultTimeoutMs } from "../defaults.js";
 import { ErrandError } from "../errors.js";
-import type { RetryPolicy } from "../retry-policy.js";
+import { type RetryPolicy, retryDelay } from "../retry-policy.js";
 import type { Completer } from "./completer.js";
 import { type ClaimedJob, type Outcome, describeError, execute } from "./executor.js";
 import type { Handlers } from "./handlers.js";
@@ -17,12 +18,22 @@ interface Running {
    * success is still written (the write checks the lease), anything else is left to the rescuer.
    */
   expired: boolean;
+  /** When the handler started, on the clock: {@link RunningJobs.sweep} times the default maximum run time from it. */
+  readonly started: number;
+  /** The timer of a job whose own or kind's maximum run time is set (the default is swept instead). */
+  timer: NodeJS.Timeout | undefined;
+  /** Set when the handler was stopped for good: how the attempt ends, whatever the handler does next. */
+  stopped: { readonly type: "timeout"; readonly ms: number } | { readonly type: "cancelled" } | undefined;
+  /** Set when the handler did not settle within the grace after `stopped`: its slot is free and its result ignored. */
+  abandoned: boolean;
 }
 
 /** What {@link RunningJobs} works with. */
 export interface RunningParts {
   readonly handlers: Handlers;
   readonly policyFor: (kind: string) => RetryPolicy;
+  /** The kind's maximum run time in ms, if it sets one. */
+  readonly timeoutFor: (kind: string) => number | undefined;
   readonly completer: Completer;
   readonly clock: Clock;
   readonly emit: (event: WorkerEvent) => void;
@@ -38,6 +49,7 @@ export interface RunningParts {
 export class RunningJobs {
   readonly #handlers: Handlers;
   readonly #policyFor: (kind: string) => RetryPolicy;
+  readonly #timeoutFor: (kind: string) => number | undefined;
   readonly #completer: Completer;
   readonly #clock: Clock;
   readonly #emit: (event: WorkerEvent) => void;
@@ -47,6 +59,7 @@ export class RunningJobs {
   constructor(parts: RunningParts) {
     this.#handlers = parts.handlers;
     this.#policyFor = parts.policyFor;
+    this.#timeoutFor = parts.timeoutFor;
     this.#completer = parts.completer;
     this.#clock = parts.clock;
     this.#emit = parts.emit;
@@ -69,9 +82,13 @@ export class RunningJobs {
    * start is recorded now. Never rejects.
    */
   async run(job: ClaimedJob, undecodable: Error | undefined, reserved: boolean): Promise<void> {
-    const entry: Running = { job, controller: new LazyAbort(), discard: false, expired: false };
-    this.#running.set(job, entry);
     const started = this.#clock.now();
+    const entry: Running = { job, controller: new LazyAbort(), discard: false, expired: false, started, timer: undefined, stopped: undefined, abandoned: false };
+    this.#running.set(job, entry);
+    // Only a job with its own or its kind's maximum run time pays for a timer; the default
+    // (long) one is checked by sweep() on the worker's lease-check timer.
+    const timeout = job.timeoutMs ?? this.#timeoutFor(job.kind);
+    if (timeout !== undefined) entry.timer = setTimeout(() => this.#stop(entry, { type: "timeout", ms: timeout }), timeout);
     try {
       // A reserved job starts now, without a round trip first (that is what the buffer
       // saves); its start is written with the next batch, if its outcome does not get there first.
@@ -79,7 +96,9 @@ export class RunningJobs {
       const outcome: Outcome = undecodable
         ? { type: "failed", error: describeError(undecodable), permanent: true, delayMs: 0 }
         : await execute(job, this.#handlers, entry.controller, this.#policyFor(job.kind));
-      if (entry.discard) this.#completer.forget(job);
+      if (entry.abandoned) return; // already recorded at the end of the grace: this late result is ignored
+      if (entry.stopped) this.#settleStopped(entry);
+      else if (entry.discard) this.#completer.forget(job);
       else if (!(entry.expired && outcome.type !== "done")) {
         this.#completer.add(job, outcome);
         this.#report(job, outcome, this.#clock.now() - started);
@@ -88,9 +107,71 @@ export class RunningJobs {
       // execute() never throws; this keeps a bug from leaving the job's slot taken forever.
       this.#emit({ type: "error", during: "run", error });
     } finally {
-      this.#running.delete(job);
-      this.#onFinished(job);
+      if (entry.timer) clearTimeout(entry.timer);
+      if (!entry.abandoned) {
+        this.#running.delete(job);
+        this.#onFinished(job);
+      }
     }
+  }
+
+  /**
+   * Times out the handlers that have run past the default maximum run time (those of jobs
+   * whose kind and enqueue set none, so they have no timer of their own).
+   */
+  sweep(): void {
+    const before = this.#clock.now() - defaultTimeoutMs;
+    for (const entry of this.#running.values()) {
+      if (!entry.timer && !entry.stopped && entry.started <= before) this.#stop(entry, { type: "timeout", ms: defaultTimeoutMs });
+    }
+  }
+
+  /**
+   * The job was cancelled (its row already says so): aborts its handler with a cancel
+   * reason; nothing is written for it. Returns whether it was running.
+   */
+  cancel(job: ClaimedJob): boolean {
+    const entry = this.#running.get(job);
+    if (!entry) return false;
+    this.#stop(entry, { type: "cancelled" });
+    return true;
+  }
+
+  /**
+   * Stops a handler for good (timed out or cancelled): fires its signal, and if it has not
+   * settled {@link abortGraceMs} later, records how the attempt ended without it and frees
+   * its slot; whatever it returns after that is ignored.
+   */
+  #stop(entry: Running, how: NonNullable<Running["stopped"]>): void {
+    if (entry.stopped || entry.discard || this.#running.get(entry.job) !== entry) return;
+    entry.stopped = how;
+    const { job } = entry;
+    entry.controller.abort(
+      how.type === "timeout"
+        ? new ErrandError("timeout", `job ${job.id} timed out after ${how.ms} ms`)
+        : new ErrandError("cancelled", `job ${job.id} was cancelled`),
+    );
+    setTimeout(() => {
+      if (this.#running.get(job) !== entry) return; // settled within the grace
+      entry.abandoned = true;
+      this.#running.delete(job);
+      this.#settleStopped(entry);
+      this.#onFinished(job);
+    }, abortGraceMs).unref();
+  }
+
+  /** Queues and reports the end of a stopped handler's attempt. */
+  #settleStopped(entry: Running): void {
+    const { job, stopped } = entry;
+    if (stopped?.type !== "timeout") {
+      this.#completer.forget(job);
+      return;
+    }
+    const error = `timed out after ${stopped.ms} ms`;
+    const delayMs = retryDelay(job.attempt, job.retry ?? this.#policyFor(job.kind));
+    this.#completer.add(job, { type: "timedOut", error, delayMs });
+    this.#emit({ type: "job_timed_out", job, timeoutMs: stopped.ms });
+    this.#report(job, { type: "failed", error, permanent: false, delayMs }, this.#clock.now() - entry.started);
   }
 
   /**

@@ -47,6 +47,10 @@ export type WorkerEvent =
   | { readonly type: "job_dead"; readonly job: ClaimedJob; readonly durationMs: number; readonly error: string }
   | { readonly type: "job_snoozed"; readonly job: ClaimedJob; readonly delayMs: number }
   | { readonly type: "lease_lost"; readonly jobIds: readonly string[] }
+  /** Jobs cancelled while this worker held them: their handlers were aborted; nothing is written. */
+  | { readonly type: "jobs_cancelled"; readonly jobIds: readonly string[] }
+  /** A handler ran past its maximum run time; the attempt fails (reported as job_failed or job_dead too). */
+  | { readonly type: "job_timed_out"; readonly job: ClaimedJob; readonly timeoutMs: number }
   | { readonly type: "listen_restored" }
   | { readonly type: "rescued"; readonly ready: number; readonly dead: number }
   | { readonly type: "error"; readonly during: string; readonly error: unknown };

@@ -7,7 +7,7 @@ import { type RescueResult, Rescuer } from "../maintenance/rescuer.js";
 import type { ResolvedKind } from "../options.js";
 import { defaultRetryPolicy } from "../defaults.js";
 import { queriesFor } from "../sql/jobs.js";
-import { channelFor } from "../sql/statement.js";
+import { cancelChannelFor, channelFor } from "../sql/statement.js";
 import { Completer } from "./completer.js";
 import { Heartbeat } from "./heartbeat.js";
 import { LocalLeases } from "./leases.js";
@@ -41,6 +41,7 @@ export class Worker {
   #state: "idle" | "running" | "stopping" | "stopped" = "idle";
   #stopping: Promise<void> | undefined;
   #unlisten: (() => Promise<void>) | undefined;
+  #unlistenCancel: (() => Promise<void>) | undefined;
   #timers: NodeJS.Timeout[] = [];
 
   /** Prefer `errand.worker(options)`. `clock` times buffers, leases and durations (tests pass their own). */
@@ -58,13 +59,18 @@ export class Worker {
     this.#completer.onLost = (ids) => emit({ type: "lease_lost", jobIds: ids });
     const leases = new LocalLeases((kind) => kinds.get(kind)?.leaseMs ?? settings.leaseMs);
     const policyFor = (kind: string) => kinds.get(kind)?.retry ?? defaultRetryPolicy;
+    const timeoutFor = (kind: string) => kinds.get(kind)?.timeoutMs;
     const common = { driver, queries, workerId: this.id, settings, leases, clock, emit };
-    const producer = new Producer({ ...common, handlers: options.handlers, policyFor, completer: this.#completer });
+    const producer = new Producer({ ...common, handlers: options.handlers, policyFor, timeoutFor, completer: this.#completer });
     this.#producer = producer;
     const completer = this.#completer;
     this.#heartbeat = new Heartbeat({
       ...common,
-      jobs: { held: () => [...producer.held(), ...completer.jobs()], drop: (jobs, reason, lost) => producer.drop(jobs, reason, lost) },
+      jobs: {
+        held: () => [...producer.held(), ...completer.jobs()],
+        drop: (jobs, reason, lost) => producer.drop(jobs, reason, lost),
+        cancel: (jobs) => producer.cancel(jobs),
+      },
     });
     this.#rescuer = new Rescuer(driver, schema, {
       ...(settings.rescueIntervalMs > 0 ? { intervalMs: settings.rescueIntervalMs } : {}),
@@ -96,14 +102,26 @@ export class Worker {
       // Polling still works without notifications.
       this.#emit({ type: "error", during: "listen", error });
     }
+    try {
+      // A job of this worker's was cancelled: the heartbeat reports which, so send it now.
+      // (A missed notification costs only time: the next scheduled heartbeat reports it.)
+      this.#unlistenCancel = await this.#driver.listen(cancelChannelFor(this.#schema), () => void this.#heartbeat.beat());
+    } catch (error) {
+      this.#emit({ type: "error", during: "listen", error });
+    }
     if (this.#state !== "running") {
-      // stop() was called while we were connecting; it could not see the listener yet.
+      // stop() was called while we were connecting; it could not see the listeners yet.
       await this.#unlisten?.().catch(() => {});
+      await this.#unlistenCancel?.().catch(() => {});
       return;
     }
     const settings = this.#settings;
     this.#every(settings.heartbeatIntervalMs, () => this.#heartbeat.beat());
-    this.#every(settings.leaseCheckMs, () => Promise.resolve(this.#heartbeat.checkLeases()));
+    this.#every(settings.leaseCheckMs, () => {
+      this.#heartbeat.checkLeases();
+      this.#producer.sweep();
+      return Promise.resolve();
+    });
     if (settings.prefetch === undefined) this.#every(maxBufferWaitMs / 4, () => Promise.resolve(this.#producer.releaseStale()));
     // A worker restarted after a crash rescues its predecessor's jobs without waiting a full interval.
     if (settings.rescueIntervalMs > 0) void this.#rescuer.start();
@@ -170,6 +188,7 @@ export class Worker {
     this.#state = "stopping";
     await this.#producer.stopClaiming();
     await this.#unlisten?.().catch(() => {});
+    await this.#unlistenCancel?.().catch(() => {});
     // Claimed but never started: give them back now so other workers can take them.
     let released = this.#producer.releaseBuffered();
     await this.#producer.settle(deadline);
