@@ -12,6 +12,8 @@ export interface HeldJobs {
   held(): ClaimedJob[];
   /** Aborts the running `jobs` and forgets the buffered ones; `lost` = the database said so. Returns the ids it held. */
   drop(jobs: readonly ClaimedJob[], reason: (job: ClaimedJob) => ErrandError, lost: boolean): string[];
+  /** Whether the job's handler marked it done in its own transaction (its row is no longer leased, by design). */
+  completedInTransaction(job: ClaimedJob): boolean;
 }
 
 /** What a {@link Heartbeat} works with. */
@@ -70,10 +72,12 @@ export class Heartbeat {
       this.#emit({ type: "error", during: "heartbeat", error });
       return;
     }
-    const extended = held.filter((job) => kept.has(`${job.id}/${job.attempt}`));
+    // A job its handler completed in its own transaction is done, not lost: its handler
+    // may finish (and its outcome be written, a no-op) without an abort or a lease_lost.
+    const extended = held.filter((job) => kept.has(`${job.id}/${job.attempt}`) || this.#jobs.completedInTransaction(job));
     this.#local.extended(extended, sentAt);
     if (extended.length === held.length) return;
-    const lost = held.filter((job) => !kept.has(`${job.id}/${job.attempt}`));
+    const lost = held.filter((job) => !kept.has(`${job.id}/${job.attempt}`) && !this.#jobs.completedInTransaction(job));
     this.#drop(lost, (job) => new ErrandError("lease_lost", `the lease on job ${job.id} was lost; another worker may run it`), true);
   }
 

@@ -1,10 +1,13 @@
 import type { Clock } from "../clock.js";
 import { ErrandError } from "../errors.js";
 import type { RetryPolicy } from "../retry-policy.js";
+import type { Driver } from "../driver/types.js";
+import type { Queries } from "../sql/jobs.js";
 import type { Completer } from "./completer.js";
 import { type ClaimedJob, type Outcome, describeError, execute } from "./executor.js";
 import type { Handlers } from "./handlers.js";
 import { LazyAbort } from "./lazy-abort.js";
+import { HandlerWrites } from "./run-writes.js";
 import type { WorkerEvent } from "./worker-options.js";
 
 interface Running {
@@ -24,6 +27,10 @@ export interface RunningParts {
   readonly handlers: Handlers;
   readonly policyFor: (kind: string) => RetryPolicy;
   readonly completer: Completer;
+  /** For the writes a handler makes through its context (checkpoint, complete). */
+  readonly driver: Driver;
+  readonly queries: Queries;
+  readonly workerId: string;
   readonly clock: Clock;
   readonly emit: (event: WorkerEvent) => void;
   /** Called after each run ends, whatever its outcome: a handler slot is free. */
@@ -39,6 +46,7 @@ export class RunningJobs {
   readonly #handlers: Handlers;
   readonly #policyFor: (kind: string) => RetryPolicy;
   readonly #completer: Completer;
+  readonly #writes: HandlerWrites;
   readonly #clock: Clock;
   readonly #emit: (event: WorkerEvent) => void;
   readonly #onFinished: (job: ClaimedJob) => void;
@@ -48,6 +56,7 @@ export class RunningJobs {
     this.#handlers = parts.handlers;
     this.#policyFor = parts.policyFor;
     this.#completer = parts.completer;
+    this.#writes = new HandlerWrites(parts.driver, parts.queries, parts.workerId, parts.completer);
     this.#clock = parts.clock;
     this.#emit = parts.emit;
     this.#onFinished = parts.onFinished;
@@ -78,7 +87,7 @@ export class RunningJobs {
       if (reserved && !undecodable) this.#completer.started(job);
       const outcome: Outcome = undecodable
         ? { type: "failed", error: describeError(undecodable), permanent: true, delayMs: 0 }
-        : await execute(job, this.#handlers, entry.controller, this.#policyFor(job.kind));
+        : await execute(job, this.#handlers, entry.controller, this.#policyFor(job.kind), this.#writes);
       if (entry.discard) this.#completer.forget(job);
       else if (!(entry.expired && outcome.type !== "done")) {
         this.#completer.add(job, outcome);

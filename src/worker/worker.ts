@@ -64,7 +64,11 @@ export class Worker {
     const completer = this.#completer;
     this.#heartbeat = new Heartbeat({
       ...common,
-      jobs: { held: () => [...producer.held(), ...completer.jobs()], drop: (jobs, reason, lost) => producer.drop(jobs, reason, lost) },
+      jobs: {
+        held: () => [...producer.held(), ...completer.jobs()],
+        drop: (jobs, reason, lost) => producer.drop(jobs, reason, lost),
+        completedInTransaction: (job) => completer.isCompletedInTransaction(job),
+      },
     });
     this.#rescuer = new Rescuer(driver, schema, {
       ...(settings.rescueIntervalMs > 0 ? { intervalMs: settings.rescueIntervalMs } : {}),
