@@ -63,10 +63,12 @@ CREATE TABLE errand.jobs (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     started_at timestamp with time zone,
     finished_at timestamp with time zone,
+    timeout_ms integer,
+    checkpoint jsonb,
     CONSTRAINT jobs_attempts_check CHECK ((attempts >= 0)),
     CONSTRAINT jobs_kind_check CHECK ((kind <> ''::text)),
     CONSTRAINT jobs_max_attempts_check CHECK ((max_attempts >= 1)),
-    CONSTRAINT jobs_status_check CHECK ((status = ANY (ARRAY['ready'::text, 'running'::text, 'done'::text, 'dead'::text])))
+    CONSTRAINT jobs_timeout_positive CHECK ((timeout_ms > 0))
 )
 WITH (autovacuum_vacuum_scale_factor='0.01', autovacuum_vacuum_threshold='1000', autovacuum_vacuum_insert_scale_factor='0.01', autovacuum_vacuum_insert_threshold='1000', autovacuum_analyze_scale_factor='0.02', autovacuum_analyze_threshold='1000', autovacuum_vacuum_cost_delay='0');
 
@@ -91,7 +93,9 @@ CREATE TABLE errand.outcome_counts (
     shard smallint NOT NULL,
     done bigint DEFAULT 0 NOT NULL,
     failed bigint DEFAULT 0 NOT NULL,
-    died bigint DEFAULT 0 NOT NULL
+    died bigint DEFAULT 0 NOT NULL,
+    timed_out bigint DEFAULT 0 NOT NULL,
+    cancelled bigint DEFAULT 0 NOT NULL
 );
 
 CREATE TABLE errand.schedule_runs (
@@ -154,6 +158,9 @@ ALTER TABLE errand.jobs
 
 ALTER TABLE errand.jobs
     ADD CONSTRAINT jobs_running_leased CHECK (((status <> 'running'::text) OR (locked_until IS NOT NULL))) NOT VALID;
+
+ALTER TABLE errand.jobs
+    ADD CONSTRAINT jobs_status_check CHECK ((status = ANY (ARRAY['ready'::text, 'running'::text, 'done'::text, 'dead'::text, 'cancelled'::text]))) NOT VALID;
 
 ALTER TABLE ONLY errand.migrations
     ADD CONSTRAINT migrations_pkey PRIMARY KEY (version);

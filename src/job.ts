@@ -1,3 +1,5 @@
+import type { Json } from "./payload.js";
+
 /**
  * A job's status. Who moves it:
  * - `ready` → `running`: a worker's claim (lease set; attempts + 1 once the handler
@@ -53,6 +55,11 @@ export interface Job<Payload = unknown, Kind extends string = string> {
   readonly createdAt: Date;
   readonly startedAt: Date | null;
   readonly finishedAt: Date | null;
+  /**
+   * The state its handler last saved with `ctx.checkpoint()` (given to the next attempt as
+   * `ctx.lastCheckpoint`), or null. Kept after the job finishes.
+   */
+  readonly checkpoint: Json | null;
 }
 
 /** The row shape the job queries return. */
@@ -74,6 +81,8 @@ export interface JobRow {
   created_at: Date | string;
   started_at: Date | string | null;
   finished_at: Date | string | null;
+  /** As text (a checkpoint may be a JSON string, which a driver's parsing would make ambiguous). */
+  checkpoint?: string | null;
 }
 
 /** Converts a row to the public {@link Job} shape. */
@@ -95,6 +104,7 @@ export function toJob(row: JobRow): Job {
     createdAt: toDate(row.created_at),
     startedAt: row.started_at === null ? null : toDate(row.started_at),
     finishedAt: row.finished_at === null ? null : toDate(row.finished_at),
+    checkpoint: typeof row.checkpoint === "string" ? (JSON.parse(row.checkpoint) as Json) : null,
   };
 }
 

@@ -9,6 +9,8 @@ export interface Queries {
   readonly claim: Statement;
   readonly start: Statement;
   readonly complete: Statement;
+  readonly completeInTransaction: Statement;
+  readonly checkpoint: Statement;
   readonly fail: Statement;
   readonly failTimedOut: Statement;
   readonly release: Statement;
@@ -27,7 +29,8 @@ export const queriesFor = memoisePerSchema((schema): Queries => build(qualified(
 
 /** Columns returned for a job everywhere a whole job is returned. */
 const jobColumns = `j.id, j.kind, j.payload, j.status, j.priority, j.attempts, j.max_attempts, j.run_at,
-  j.locked_until, j.locked_by, j.last_error, j.errors, j.retry, j.dedupe_key, j.created_at, j.started_at, j.finished_at`;
+  j.locked_until, j.locked_by, j.last_error, j.errors, j.retry, j.dedupe_key, j.created_at, j.started_at, j.finished_at,
+  j.checkpoint::text AS checkpoint`;
 
 /**
  * The enqueue statements' input rows: $1 is a JSON array of jobs, one object per job
@@ -153,7 +156,8 @@ function build(s: string, channel: string, cancelChannel: string): Queries {
      * table's statistics (a hash of the whole table per claim when it was small).
      * rows: id, kind, payload, attempts, started, max_attempts, retry (as text: decoded
      * per job by the worker), timeout_ms (null: the kind's), run_at_ms, created_at_ms (epoch milliseconds: a float is
-     * cheaper to send and to read than a timestamptz)
+     * cheaper to send and to read than a timestamptz), checkpoint (as text, NULL for a job
+     * that never saved one: a NULL costs the reply four bytes and the worker nothing)
      */
     claim: statement(`
       WITH next AS (
@@ -172,7 +176,8 @@ function build(s: string, channel: string, cancelChannel: string): Queries {
       WHERE j.ctid = ANY(ARRAY(SELECT ctid FROM next))
       RETURNING j.id, j.kind, j.payload, j.attempts, j.started_at IS NOT NULL AS started, j.max_attempts, j.retry::text AS retry, j.timeout_ms,
                 (extract(epoch FROM j.run_at) * 1000)::float8 AS run_at_ms,
-                (extract(epoch FROM j.created_at) * 1000)::float8 AS created_at_ms`),
+                (extract(epoch FROM j.created_at) * 1000)::float8 AS created_at_ms,
+                j.checkpoint::text AS checkpoint`),
 
     /*
      * start — records that the handlers of reserved jobs started: the attempt is spent.
@@ -208,6 +213,40 @@ function build(s: string, channel: string, cancelChannel: string): Queries {
         "done",
       ),
     ),
+
+    /*
+     * completeInTransaction — complete for one job, run by a handler on its own
+     * transaction (ctx.complete(tx)): the job is done if and only if that transaction
+     * commits. The same guard as complete (this worker's lease, this attempt, running), so
+     * a handler whose lease was lost gets no row back and its transaction is rolled back.
+     * Counted for stats like complete: the counter rows stay locked until the caller
+     * commits, which is why it should be the transaction's last statement.
+     * $1 id, $2 attempt, $3 worker id; rows: id
+     */
+    completeInTransaction: statement(
+      counted(
+        s,
+        "",
+        `UPDATE ${jobs} j
+      SET status = 'done', attempts = ${heldAttempt}, started_at = coalesce(j.started_at, now()),
+          locked_until = NULL, locked_by = NULL, finished_at = now()
+      WHERE j.id = $1::bigint AND ${heldAttempt} = $2::int AND j.status = 'running' AND j.locked_by = $3::text`,
+        "id",
+        "done",
+      ),
+    ),
+
+    /*
+     * checkpoint — saves a running job's checkpoint (ctx.checkpoint(state)) for its next
+     * attempt, if the job is still leased to this worker for this attempt: a handler that
+     * lost its lease cannot overwrite the progress of the one that took over. Kept when
+     * the job finishes (see migration 010).
+     * $1 id, $2 attempt, $3 worker id, $4 the state as JSON text; rows: id
+     */
+    checkpoint: statement(`
+      UPDATE ${jobs} j SET checkpoint = $4::text::jsonb
+      WHERE j.id = $1::bigint AND ${heldAttempt} = $2::int AND j.status = 'running' AND j.locked_by = $3::text
+      RETURNING j.id`),
 
     /*
      * fail — records failed attempts: back to ready after the given delay, or dead when

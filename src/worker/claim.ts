@@ -1,5 +1,6 @@
 import { ErrandError } from "../errors.js";
 import { type RetryPolicy, decodeRetryPolicy } from "../retry-policy.js";
+import type { Json } from "../payload.js";
 import { type ClaimedJob, describeError } from "./executor.js";
 
 /** A row of the claim statement (see `claim` in src/sql/jobs.ts). */
@@ -18,6 +19,8 @@ export interface ClaimRow {
   /** Epoch milliseconds (float8): cheaper to read than a timestamptz's text. */
   run_at_ms: number;
   created_at_ms: number;
+  /** jsonb as text (a checkpoint may be a JSON string), null for a job that never saved one. */
+  checkpoint: string | null;
 }
 
 /** One claimed row as a job; `error` says why it cannot run (it fails alone, the batch runs). */
@@ -52,6 +55,8 @@ export function decodeClaimRow(row: ClaimRow, policyFor: (kind: string) => Retry
     timeoutMs: row.timeout_ms === null || row.timeout_ms === undefined ? null : Number(row.timeout_ms),
     runAt: new Date(Number(row.run_at_ms)),
     createdAt: new Date(Number(row.created_at_ms)),
+    // jsonb's text is always JSON: parsing it cannot fail.
+    lastCheckpoint: row.checkpoint === null ? undefined : (JSON.parse(row.checkpoint) as Json),
   };
   return { job, error };
 }

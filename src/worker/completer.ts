@@ -52,6 +52,12 @@ export class Completer {
   #flushing: Promise<void> | undefined;
   #timer: NodeJS.Timeout | undefined;
   #failures = 0;
+  /**
+   * Claims whose handler marked them done in its own transaction (ctx.complete). Their
+   * outcome is still written, for when that transaction rolled back; when it committed,
+   * the write finds the row done and that is not a lost lease.
+   */
+  readonly #inTransaction = new WeakSet<ClaimedJob>();
   /** Called with the job ids each write found no longer leased to this worker. */
   onLost: (ids: readonly string[]) => void = () => {};
 
@@ -82,6 +88,16 @@ export class Completer {
   started(job: ClaimedJob): void {
     this.#starts.set(job, this.#clock.now());
     this.#schedule(this.#failures === 0 ? this.#flushDelayMs : Math.min(5_000, 100 * 2 ** this.#failures));
+  }
+
+  /** Records that `job`'s handler marked it done in its own transaction (ctx.complete, see run-writes.ts). */
+  completedInTransaction(job: ClaimedJob): void {
+    this.#inTransaction.add(job);
+  }
+
+  /** Whether `job`'s handler marked it done in its own transaction. */
+  isCompletedInTransaction(job: ClaimedJob): boolean {
+    return this.#inTransaction.has(job);
   }
 
   /** Forgets a job's unwritten start: the job is no longer this worker's. */
@@ -200,7 +216,7 @@ export class Completer {
       const { rows } = await this.#statement(type, items);
       if (type === "started") return { unwritten: [], lost: [] };
       const written = new Set(rows.map((row) => String(row.id)));
-      return { unwritten: [], lost: items.filter((item) => !written.has(item.job.id)).map((item) => item.job.id) };
+      return { unwritten: [], lost: items.filter((item) => !written.has(item.job.id) && !this.#inTransaction.has(item.job)).map((item) => item.job.id) };
     } catch (error) {
       if (type === "started") {
         this.#onError(error);

@@ -2,7 +2,10 @@ import { describe, expect, it } from "vitest";
 import { PermanentError, permanent } from "../errors.js";
 import { defaultRetryPolicy } from "../defaults.js";
 import { nastyThrownValues } from "../../test/support/thrown.js";
-import { type ClaimedJob, describeError, execute, maxErrorLength } from "./executor.js";
+import { type ClaimedJob, type RunWrites, describeError, execute, maxErrorLength } from "./executor.js";
+
+/** These handlers never checkpoint or complete in a transaction. */
+const writes: RunWrites = { checkpoint: () => Promise.reject(new Error("unused")), complete: () => Promise.reject(new Error("unused")) };
 
 const job: ClaimedJob = { id: "1", kind: "k", payload: {}, attempt: 1, maxAttempts: 8, retry: null, runAt: new Date(0), createdAt: new Date(0) };
 
@@ -33,14 +36,14 @@ describe("execute", () => {
           k: async () => {
             throw make();
           },
-        }, { signal: new AbortController().signal }, defaultRetryPolicy);
+        }, { signal: new AbortController().signal }, defaultRetryPolicy, writes);
       expect(outcome).toMatchObject({ type: "failed", permanent: false });
       expect(outcome.type === "failed" && Number.isFinite(outcome.delayMs)).toBe(true);
     });
   }
 
   it("still recognises a permanent error", async () => {
-    const outcome = await execute(job, { k: () => Promise.reject(new PermanentError("no")) }, { signal: new AbortController().signal }, defaultRetryPolicy);
+    const outcome = await execute(job, { k: () => Promise.reject(new PermanentError("no")) }, { signal: new AbortController().signal }, defaultRetryPolicy, writes);
     expect(outcome).toMatchObject({ type: "failed", permanent: true });
   });
 });

@@ -2,6 +2,8 @@ import { PermanentError, UnknownKindError } from "../errors.js";
 import { isSnooze } from "../outcomes.js";
 import { type RetryPolicy, retryDelay } from "../retry-policy.js";
 import { traceRun } from "../observe/tracing.js";
+import type { Queryable } from "../driver/types.js";
+import type { Json } from "../payload.js";
 import type { Handler, Handlers, JobContext } from "./handlers.js";
 
 /** A claimed job as the worker holds it. */
@@ -18,6 +20,16 @@ export interface ClaimedJob {
   readonly createdAt: Date;
   /** The job's own maximum run time in ms, if it was enqueued with one (else its kind's applies). */
   readonly timeoutMs?: number | null;
+  /** The state an earlier attempt saved with `ctx.checkpoint()`, if any. */
+  readonly lastCheckpoint?: Json | undefined;
+}
+
+/** What a handler's context writes to the database on its own (see src/worker/run-writes.ts). */
+export interface RunWrites {
+  /** Saves `state` as the job's checkpoint; rejects with a ValidationError or when the lease is lost. */
+  checkpoint(job: ClaimedJob, state: unknown): Promise<void>;
+  /** Marks the job done within the caller's transaction `tx`; rejects when the lease is lost. */
+  complete(job: ClaimedJob, tx: Queryable): Promise<void>;
 }
 
 /** What running a handler came to, to be written by the completer. */
@@ -40,6 +52,7 @@ export async function execute(
   handlers: Handlers,
   abort: { readonly signal: AbortSignal },
   policy: RetryPolicy,
+  writes: RunWrites,
   random: () => number = Math.random,
 ): Promise<Outcome> {
   const handler = Object.hasOwn(handlers, job.kind) ? (handlers[job.kind] as Handler<unknown>) : undefined;
@@ -57,6 +70,9 @@ export async function execute(
       },
       idempotencyKey: `errand-job-${job.id}`,
       createdAt: job.createdAt,
+      lastCheckpoint: job.lastCheckpoint,
+      checkpoint: (state) => writes.checkpoint(job, state),
+      complete: (tx) => writes.complete(job, tx),
     };
     const result = await traceRun(job, () => handler(job.payload, context));
     if (isSnooze(result)) return { type: "snoozed", delayMs: result.delayMs };

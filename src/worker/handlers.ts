@@ -1,4 +1,5 @@
 import type { Kind, UntypedJobs } from "../jobs.js";
+import type { Queryable } from "../driver/types.js";
 import type { Json } from "../payload.js";
 
 /** What a handler gets besides the payload. */
@@ -21,6 +22,29 @@ export interface JobContext {
   readonly idempotencyKey: string;
   /** When the job was enqueued. */
   readonly createdAt: Date;
+  /**
+   * The state an earlier attempt of this job saved with {@link checkpoint} (the last one
+   * it saved), or undefined: start from there instead of from the beginning.
+   */
+  readonly lastCheckpoint: Json | undefined;
+  /**
+   * Saves `state` (plain JSON, at most 64 KiB) as the job's checkpoint at once, for the
+   * next attempt should this one crash or fail: it gets it as {@link lastCheckpoint}.
+   * Rejects with a ValidationError naming the value when `state` is not JSON or too large
+   * (nothing is saved), and with an ErrandError `lease_lost` when the job is no longer
+   * this worker's (stop: another worker may be running it).
+   */
+  checkpoint(state: Json): Promise<void>;
+  /**
+   * Marks the job done inside your own transaction `tx` (a `pg` client in BEGIN, a PGlite
+   * transaction, or a postgres.js, Kysely or Drizzle one through the adapters), so its
+   * writes and its completion commit together: exactly once, even if the worker dies right
+   * after the commit. Call it last, just before COMMIT (it locks the stats counters until
+   * then). Rejects with an ErrandError `lease_lost` when the job is no longer this worker's:
+   * let that roll the transaction back. Whatever the handler does after it, the job stays
+   * done once `tx` commits; if `tx` rolls back, the handler's outcome counts as usual.
+   */
+  complete(tx: Queryable): Promise<void>;
 }
 
 /**

@@ -14,6 +14,8 @@ export interface HeldJobs {
   drop(jobs: readonly ClaimedJob[], reason: (job: ClaimedJob) => ErrandError, lost: boolean): string[];
   /** Aborts the running `jobs`, cancelled in the database, and forgets the buffered ones. Returns the ids it held. */
   cancel(jobs: readonly ClaimedJob[]): string[];
+  /** Whether the job's handler marked it done in its own transaction (its row is no longer leased, by design). */
+  completedInTransaction(job: ClaimedJob): boolean;
 }
 
 /** What a {@link Heartbeat} works with. */
@@ -77,7 +79,9 @@ export class Heartbeat {
       this.#emit({ type: "error", during: "heartbeat", error });
       return;
     }
-    const extended = held.filter((job) => kept.has(`${job.id}/${job.attempt}`));
+    // A job its handler completed in its own transaction is done, not lost: its handler
+    // may finish (and its outcome be written, a no-op) without an abort or a lease_lost.
+    const extended = held.filter((job) => kept.has(`${job.id}/${job.attempt}`) || this.#jobs.completedInTransaction(job));
     this.#local.extended(extended, sentAt);
     if (extended.length === held.length) return;
     if (cancelled) {
@@ -85,7 +89,7 @@ export class Heartbeat {
       const ids = this.#jobs.cancel(stop);
       if (ids.length) this.#emit({ type: "jobs_cancelled", jobIds: ids });
     }
-    const lost = held.filter((job) => !kept.has(`${job.id}/${job.attempt}`) && !cancelled?.has(`${job.id}/${job.attempt}`));
+    const lost = held.filter((job) => !kept.has(`${job.id}/${job.attempt}`) && !cancelled?.has(`${job.id}/${job.attempt}`) && !this.#jobs.completedInTransaction(job));
     if (lost.length === 0) return;
     this.#drop(lost, (job) => new ErrandError("lease_lost", `the lease on job ${job.id} was lost; another worker may run it`), true);
   }

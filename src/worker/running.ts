@@ -2,10 +2,13 @@ import type { Clock } from "../clock.js";
 import { abortGraceMs, defaultTimeoutMs } from "../defaults.js";
 import { ErrandError } from "../errors.js";
 import { type RetryPolicy, retryDelay } from "../retry-policy.js";
+import type { Driver } from "../driver/types.js";
+import type { Queries } from "../sql/jobs.js";
 import type { Completer } from "./completer.js";
 import { type ClaimedJob, type Outcome, describeError, execute } from "./executor.js";
 import type { Handlers } from "./handlers.js";
 import { LazyAbort } from "./lazy-abort.js";
+import { HandlerWrites } from "./run-writes.js";
 import type { WorkerEvent } from "./worker-options.js";
 
 interface Running {
@@ -35,6 +38,10 @@ export interface RunningParts {
   /** The kind's maximum run time in ms, if it sets one. */
   readonly timeoutFor: (kind: string) => number | undefined;
   readonly completer: Completer;
+  /** For the writes a handler makes through its context (checkpoint, complete). */
+  readonly driver: Driver;
+  readonly queries: Queries;
+  readonly workerId: string;
   readonly clock: Clock;
   readonly emit: (event: WorkerEvent) => void;
   /** Called after each run ends, whatever its outcome: a handler slot is free. */
@@ -51,6 +58,7 @@ export class RunningJobs {
   readonly #policyFor: (kind: string) => RetryPolicy;
   readonly #timeoutFor: (kind: string) => number | undefined;
   readonly #completer: Completer;
+  readonly #writes: HandlerWrites;
   readonly #clock: Clock;
   readonly #emit: (event: WorkerEvent) => void;
   readonly #onFinished: (job: ClaimedJob) => void;
@@ -61,6 +69,7 @@ export class RunningJobs {
     this.#policyFor = parts.policyFor;
     this.#timeoutFor = parts.timeoutFor;
     this.#completer = parts.completer;
+    this.#writes = new HandlerWrites(parts.driver, parts.queries, parts.workerId, parts.completer);
     this.#clock = parts.clock;
     this.#emit = parts.emit;
     this.#onFinished = parts.onFinished;
@@ -95,7 +104,7 @@ export class RunningJobs {
       if (reserved && !undecodable) this.#completer.started(job);
       const outcome: Outcome = undecodable
         ? { type: "failed", error: describeError(undecodable), permanent: true, delayMs: 0 }
-        : await execute(job, this.#handlers, entry.controller, this.#policyFor(job.kind));
+        : await execute(job, this.#handlers, entry.controller, this.#policyFor(job.kind), this.#writes);
       if (entry.abandoned) return; // already recorded at the end of the grace: this late result is ignored
       if (entry.stopped) this.#settleStopped(entry);
       else if (entry.discard) this.#completer.forget(job);

@@ -70,6 +70,7 @@ export class Worker {
         held: () => [...producer.held(), ...completer.jobs()],
         drop: (jobs, reason, lost) => producer.drop(jobs, reason, lost),
         cancel: (jobs) => producer.cancel(jobs),
+        completedInTransaction: (job) => completer.isCompletedInTransaction(job),
       },
     });
     this.#rescuer = new Rescuer(driver, schema, {

@@ -29,6 +29,23 @@ function rollingBack(transaction: Promise<unknown>): Promise<void> {
 const payload = { note: `O'Brien said "hi" -- $1 \\ ' ; DROP TABLE x`, nested: { list: [1, "two", null, true] }, emoji: "✓" };
 
 function adapterTests(inTransaction: InTransaction): void {
+  it("a handler's ctx.complete(db) marks its job done in the library's transaction, with the application's row", async () => {
+    await t.sql(`CREATE TABLE ${t.schema}.credits (order_id int PRIMARY KEY)`);
+    const { id } = await t.errand.enqueue("credit", { orderId: 7 });
+    const worker = t.errand.worker({
+      handlers: {
+        credit: ({ orderId }: { orderId: number }, ctx) =>
+          inTransaction(async (db) => {
+            await db.query(`INSERT INTO ${t.schema}.credits (order_id) VALUES ($1)`, [orderId]);
+            await ctx.complete(db);
+          }, true),
+      },
+    });
+    await worker.runOnce();
+    expect(await t.errand.getJob(id)).toMatchObject({ status: "done", attempts: 1, lockedBy: null });
+    expect(await t.sql(`SELECT order_id FROM ${t.schema}.credits`)).toEqual([{ order_id: 7 }]);
+  });
+
   it("commit keeps the job and the application's row, with the payload intact", async () => {
     await t.sql(`CREATE TABLE ${t.schema}.orders (id int PRIMARY KEY, note text)`);
     let id = "";
