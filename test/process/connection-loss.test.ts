@@ -3,6 +3,8 @@ import { eventually } from "../support/db.js";
 import { type ProcessTest, processTest } from "./harness.js";
 
 let t: ProcessTest;
+/** The worker's application_name (see spawnWorker), so the test kills only its backends. */
+const app = () => `errand-w-${t.schema}`;
 beforeEach(async () => {
   t = await processTest();
 });
@@ -10,19 +12,18 @@ afterEach(() => t.cleanup());
 
 const JOBS = 300;
 const ROUNDS = 8;
-const APP = "errand-w"; // the worker's application_name (see urlNamed), so we kill only its backends
 
 /** Terminates every backend of the worker, the LISTEN one included, and waits until they are gone; returns what was cut. */
 async function terminateWorkerBackends(): Promise<{ all: number; listen: number }> {
   const [row] = await t.sql<{ all: number; listen: number }>(
     `SELECT count(*)::int AS all, count(*) FILTER (WHERE query ILIKE 'LISTEN%')::int AS listen
      FROM (SELECT query, pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()) x`,
-    [APP],
+    [app()],
   );
   return row!;
 }
 
-const listening = async () => (await t.sql(`SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND query ILIKE 'LISTEN%'`, [APP])).length > 0;
+const listening = async () => (await t.sql(`SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND query ILIKE 'LISTEN%'`, [app()])).length > 0;
 
 it("survives its connections being terminated again and again, LISTEN included, and finishes every job", { timeout: 90_000 }, async () => {
   // A ten-minute poll: once the queue is empty, only a notification can wake this worker.
@@ -45,7 +46,9 @@ it("survives its connections being terminated again and again, LISTEN included, 
       async () => {
         alive();
         const now = await doneCount();
-        return now > last && (await listening()) ? now : 0;
+        // Progress since the last cut, unless every job is already done (a slow round can
+        // outlast the work): then the cut still lands on a listening worker.
+        return (now > last || now === JOBS) && (await listening()) ? now : 0;
       },
       20_000,
       `progress and LISTEN before cut ${round}`,
@@ -54,7 +57,8 @@ it("survives its connections being terminated again and again, LISTEN included, 
     cut += killed.all;
     listenCut += killed.listen;
   }
-  expect(listenCut).toBe(ROUNDS);
+  // Every round cut the worker's listening connection (one per channel it listens on).
+  expect(listenCut).toBeGreaterThanOrEqual(ROUNDS);
   await eventually(
     async () => {
       alive();

@@ -63,7 +63,7 @@ export interface WorkerSpawn {
   readonly args?: readonly string[];
   /** Extra environment for the handlers. */
   readonly env?: Readonly<Record<string, string>>;
-  /** The worker's database URL (default: {@link databaseUrl} named `errand-<name>`). */
+  /** The worker's database URL (default: {@link databaseUrl} named `errand-<name>-<schema>`, unique to the test). */
   readonly url?: string;
 }
 
@@ -83,7 +83,7 @@ export function spawnWorker(options: WorkerSpawn): Spawned {
   const args = [
     "worker",
     "--database-url",
-    options.url ?? urlNamed(`errand-${options.name}`),
+    options.url ?? urlNamed(`errand-${options.name}-${options.schema}`),
     "--schema",
     options.schema,
     "--handlers",
