@@ -154,7 +154,10 @@ describe("tables", () => {
     // script(1) (util-linux, in every Debian) gives the CLI a real pseudo-terminal.
     const quote = (arg: string) => `'${arg.replace(/'/g, "'\\''")}'`;
     const command = ["stty cols 72; exec", ...[process.execPath, errandBin, "stats", "--watch", "0.2", ...db.flags].map(quote)].join(" ");
-    const child = spawn("script", ["-qfec", command, "/dev/null"], { cwd: root, env: { ...process.env, DATABASE_URL: "", COLUMNS: "200" } });
+    // Without CI, NO_COLOR and FORCE_COLOR: Node counts a terminal under `CI` (set by .ci/run)
+    // as having no colours, and this is about what a person's terminal shows.
+    const { CI: _ci, NO_COLOR: _noColor, FORCE_COLOR: _forceColor, ...env } = process.env;
+    const child = spawn("script", ["-qfec", command, "/dev/null"], { cwd: root, env: { ...env, DATABASE_URL: "", COLUMNS: "200" } });
     let out = "";
     child.stdout.setEncoding("utf8").on("data", (chunk: string) => (out += chunk));
     child.stdin.on("error", () => {}); // Ctrl-C may race the end of the session
