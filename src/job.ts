@@ -1,3 +1,5 @@
+import type { Json } from "./payload.js";
+
 /**
  * A job's status. Who moves it:
  * - `ready` → `running`: a worker's claim (lease set; attempts + 1 once the handler
@@ -25,6 +27,11 @@ export interface JobError {
   readonly started?: false;
 }
 
+/** Whether a job has finished for good: done or dead. What `errand.waitFor` waits for. */
+export function isFinished(status: JobStatus): boolean {
+  return status === "done" || status === "dead";
+}
+
 /**
  * A job row as errand returns it. Ids are strings: PostgreSQL `bigint` exceeds JS numbers.
  * An errand typed by a job map returns its jobs as `JobOf<Jobs>`: a `Job` per kind, so
@@ -48,6 +55,10 @@ export interface Job<Payload = unknown, Kind extends string = string> {
   readonly createdAt: Date;
   readonly startedAt: Date | null;
   readonly finishedAt: Date | null;
+  /** What the handler returned (plain JSON), once the job is done; null when it returned nothing (or null). */
+  readonly result: Json | null;
+  /** The last value the handler reported with `ctx.progress()` (kept after the job finishes); null if none. */
+  readonly progress: Json | null;
 }
 
 /** The row shape the job queries return. */
@@ -69,6 +80,9 @@ export interface JobRow {
   created_at: Date | string;
   started_at: Date | string | null;
   finished_at: Date | string | null;
+  /** Absent from queries that do not select it (they show no result). */
+  result?: unknown;
+  progress?: unknown;
 }
 
 /** Converts a row to the public {@link Job} shape. */
@@ -90,6 +104,9 @@ export function toJob(row: JobRow): Job {
     createdAt: toDate(row.created_at),
     startedAt: row.started_at === null ? null : toDate(row.started_at),
     finishedAt: row.finished_at === null ? null : toDate(row.finished_at),
+    // As the payload: both drivers parse jsonb (parseJson would turn a string result "12" into 12).
+    result: (row.result as Json | undefined) ?? null,
+    progress: (row.progress as Json | undefined) ?? null,
   };
 }
 

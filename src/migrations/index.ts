@@ -6,9 +6,11 @@ import { migration as m004 } from "./004-performance.js";
 import { migration as m005 } from "./005-count-in-statements.js";
 import { migration as m006 } from "./006-lease-index.js";
 import { migration as m007 } from "./007-row-checks.js";
+import { migration as m008 } from "./008-reserved.js";
+import { migration as m009 } from "./009-results-progress.js";
 
 /**
  * Every migration, in order. A new one is a new file `NNN-name.ts` exporting `migration`
  * (copy the last one) and one more line here; an applied migration is never edited.
  */
-export const migrations: readonly Migration[] = [m001, m002, m003, m004, m005, m006, m007];
+export const migrations: readonly Migration[] = [m001, m002, m003, m004, m005, m006, m007, m008, m009];

@@ -9,6 +9,7 @@ import type { ClaimedJob } from "./executor.js";
 import type { Handlers } from "./handlers.js";
 import type { LocalLeases } from "./leases.js";
 import { Prefetch } from "./prefetch.js";
+import type { ProgressWriter } from "./progress.js";
 import { RunningJobs } from "./running.js";
 import type { WorkerEvent, WorkerSettings } from "./worker-options.js";
 import { Wake } from "./wake.js";
@@ -37,6 +38,8 @@ export interface ProducerParts {
   readonly policyFor: (kind: string) => RetryPolicy;
   readonly settings: WorkerSettings;
   readonly completer: Completer;
+  /** Writes the progress handlers report. */
+  readonly progress: ProgressWriter;
   readonly leases: LocalLeases;
   readonly clock: Clock;
   readonly emit: (event: WorkerEvent) => void;

@@ -2,9 +2,10 @@ import type { Clock } from "../clock.js";
 import { ErrandError } from "../errors.js";
 import type { RetryPolicy } from "../retry-policy.js";
 import type { Completer } from "./completer.js";
-import { type ClaimedJob, type Outcome, describeError, execute } from "./executor.js";
+import { type ClaimedJob, type Outcome, type ResultHandling, describeError, execute } from "./executor.js";
 import type { Handlers } from "./handlers.js";
 import { LazyAbort } from "./lazy-abort.js";
+import type { ProgressWriter } from "./progress.js";
 import type { WorkerEvent } from "./worker-options.js";
 
 interface Running {
@@ -24,6 +25,8 @@ export interface RunningParts {
   readonly handlers: Handlers;
   readonly policyFor: (kind: string) => RetryPolicy;
   readonly completer: Completer;
+  readonly progress: ProgressWriter;
+  readonly settings: { readonly maxResultBytes: number };
   readonly clock: Clock;
   readonly emit: (event: WorkerEvent) => void;
   /** Called after each run ends, whatever its outcome: a handler slot is free. */
@@ -39,6 +42,8 @@ export class RunningJobs {
   readonly #handlers: Handlers;
   readonly #policyFor: (kind: string) => RetryPolicy;
   readonly #completer: Completer;
+  readonly #progress: ProgressWriter;
+  readonly #results: ResultHandling;
   readonly #clock: Clock;
   readonly #emit: (event: WorkerEvent) => void;
   readonly #onFinished: (job: ClaimedJob) => void;
@@ -48,6 +53,9 @@ export class RunningJobs {
     this.#handlers = parts.handlers;
     this.#policyFor = parts.policyFor;
     this.#completer = parts.completer;
+    this.#progress = parts.progress;
+    const progress = parts.progress;
+    this.#results = { maxResultBytes: parts.settings.maxResultBytes, progress: (job, json) => progress.report(job, json) };
     this.#clock = parts.clock;
     this.#emit = parts.emit;
     this.#onFinished = parts.onFinished;
@@ -76,9 +84,13 @@ export class RunningJobs {
       // A reserved job starts now, without a round trip first (that is what the buffer
       // saves); its start is written with the next batch, if its outcome does not get there first.
       if (reserved && !undecodable) this.#completer.started(job);
-      const outcome: Outcome = undecodable
+      let outcome: Outcome = undecodable
         ? { type: "failed", error: describeError(undecodable), permanent: true, delayMs: 0 }
-        : await execute(job, this.#handlers, entry.controller, this.#policyFor(job.kind));
+        : await execute(job, this.#handlers, entry.controller, this.#policyFor(job.kind), Math.random, this.#results);
+      // The last progress not yet written goes with a completion; after any other outcome
+      // the job is no longer running and the progress statement would skip it anyway.
+      const progress = this.#progress.take(job);
+      if (progress !== undefined && outcome.type === "done") outcome = { ...outcome, progress };
       if (entry.discard) this.#completer.forget(job);
       else if (!(entry.expired && outcome.type !== "done")) {
         this.#completer.add(job, outcome);
