@@ -101,7 +101,7 @@ export class Waiters {
             if (isFinished(job.status)) return settle(() => resolve(job));
           } while (again);
         } catch (error) {
-          settle(() => reject(error as Error));
+          waiter.fail(error);
         } finally {
           reading = false;
         }
@@ -110,7 +110,9 @@ export class Waiters {
         id,
         wantsProgress: onProgress !== undefined,
         check: () => void read(),
-        fail: (error) => settle(() => reject(error as Error)),
+        // Passed on as it is: a database error, onProgress's own, or the signal's reason.
+        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
+        fail: (error) => settle(() => reject(error)),
       };
       if (timeoutMs !== undefined) {
         timer = setTimeout(() => waiter.fail(new ErrandError("wait_timeout", `job ${id} did not finish within ${timeoutMs} ms (it keeps running; wait again or look it up with getJob)`)), timeoutMs);
