@@ -72,7 +72,9 @@ describe("batch statement plans", () => {
             // in a custom plan on a table the statistics call tiny, by a scan that looks
             // ids up in the constant array (hashed by PostgreSQL), which is linear too.
             expect(shown).not.toMatch(/Nested Loop|Join|Function Scan|SubPlan/);
-            if (mode === "force_generic_plan") expect(shown).toMatch(/Index Scan on jobs_pkey|Index Scan using jobs_pkey on jobs j/);
+            // (A bitmap of the primary key is as linear; complete's plan took one once the
+            // rows grew wider with result and progress.)
+            if (mode === "force_generic_plan") expect(shown).toMatch(/Index Scan on jobs_pkey|Index Scan using jobs_pkey on jobs j|Bitmap Index Scan on jobs_pkey/);
             expect(shown).toMatch(/jobs_pkey|Seq Scan on jobs j[^\n]*\n\s+Filter: [^\n]*id = ANY/);
           }
         } finally {
