@@ -67,7 +67,7 @@ describe("batch statement plans", () => {
           expect(claim).not.toMatch(/Seq Scan|Join/);
           for (const name of ["heartbeat", "start", "complete", "fail", "release"] as const) {
             const text = await plan(c, name, statements[name].args);
-            const shown = `${name}:\n${text.replace(/'[^']{60,}'/g, "'…'")}`;
+            const shown = `${name}:\n${text.replace(/'[^'\n]{60,}'/g, "'…'")}`;
             // No join at all: each row is found by its id, through the primary key — or,
             // in a custom plan on a table the statistics call tiny, by a scan that looks
             // ids up in the constant array (hashed by PostgreSQL), which is linear too.
