@@ -65,6 +65,8 @@ CREATE TABLE errand.jobs (
     finished_at timestamp with time zone,
     timeout_ms integer,
     checkpoint jsonb,
+    result jsonb,
+    progress jsonb,
     CONSTRAINT jobs_attempts_check CHECK ((attempts >= 0)),
     CONSTRAINT jobs_kind_check CHECK ((kind <> ''::text)),
     CONSTRAINT jobs_max_attempts_check CHECK ((max_attempts >= 1)),

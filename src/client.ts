@@ -13,7 +13,8 @@ import { migrate } from "./migrations/migrate.js";
 import { type KindOptions, type ResolvedKind, resolveKinds } from "./options.js";
 import type { Json } from "./payload.js";
 import { type Queries, queriesFor } from "./sql/jobs.js";
-import { checkSchemaName } from "./sql/statement.js";
+import { checkSchemaName, waitChannelFor } from "./sql/statement.js";
+import { type WaitOptions, Waiters } from "./wait.js";
 import { checkId, checkKeys, checkText, integerIn } from "./validate.js";
 import { Worker, type WorkerOptions } from "./worker/worker.js";
 import type { Handlers } from "./worker/handlers.js";
@@ -109,6 +110,7 @@ export class Errand<Jobs extends JobMap<Jobs> = UntypedJobs> {
   readonly #queries: Queries;
   readonly #enqueue: EnqueueTarget;
   readonly #workers = new Set<Worker>();
+  readonly #waiters: Waiters;
   #closed: Promise<void> | undefined;
   /** Services created by {@link purger}, {@link rescuer} and {@link alerter}: `close()` stops them. */
   readonly #services = new Set<Service>();
@@ -122,6 +124,7 @@ export class Errand<Jobs extends JobMap<Jobs> = UntypedJobs> {
     this.kinds = kinds;
     this.#enqueue = { driver, schema, kinds, maxPayloadBytes, schemas };
     this.#queries = queriesFor(schema);
+    this.#waiters = new Waiters(driver, waitChannelFor(schema), (id) => this.getJob(id));
     // Slots are enqueued as untyped specs: their kind and payload were checked when declared.
     this.schedules = new Schedules<Jobs>(driver, schema, (specs, options) => traceEnqueue(specs, () => enqueueJobs(this.#enqueue, specs, options)), undefined, undefined, schemas);
   }
@@ -195,6 +198,27 @@ export class Errand<Jobs extends JobMap<Jobs> = UntypedJobs> {
   async getJob(id: string | number): Promise<JobOf<Jobs> | null> {
     const { rows } = await this.driver.run<JobRow>(this.#queries.getJob, [checkId(id, "id")]);
     return rows[0] ? (toJob(rows[0]) as JobOf<Jobs>) : null;
+  }
+
+  /**
+   * Waits until job `id` has finished — `done` (its `result` is what the handler
+   * returned), or `dead` — and resolves with it. It does not poll: it listens for the
+   * notice the worker's completion sends (one per batch of completions) and reads the job
+   * when its id is announced, and once more after a lost listening connection is
+   * restored. `onProgress` receives each new progress value the handler reports.
+   * Rejects with a `NotFoundError` for an unknown id, an `ErrandError` of code
+   * `wait_timeout` after `timeoutMs`, the signal's reason when `signal` aborts, and code
+   * `closed` when the errand is closed first.
+   *
+   * @example
+   * ```ts
+   * const { id } = await errand.enqueue("resize", { imageId: 7 });
+   * const job = await errand.waitFor(id, { timeoutMs: 30_000, onProgress: (p) => console.log("progress", p) });
+   * if (job.status === "done") console.log(job.result);
+   * ```
+   */
+  async waitFor(id: string | number, options: WaitOptions<JobOf<Jobs>> = {}): Promise<JobOf<Jobs>> {
+    return (await this.#waiters.wait(checkId(id, "id"), options as WaitOptions)) as JobOf<Jobs>;
   }
 
   /** Queue figures per kind and in total: depth, oldest ready age, recent outcomes, dead letters. */
@@ -338,6 +362,7 @@ export class Errand<Jobs extends JobMap<Jobs> = UntypedJobs> {
     await Promise.all([...this.#workers].map((worker) => worker.stop()));
     await Promise.all([...this.#services].map((service) => service.stop()));
     await this.schedules.stopSchedulers();
+    await this.#waiters.close();
     await this.driver.close();
   }
 }

@@ -54,6 +54,15 @@ export const defaultRescueIntervalMs = 30_000;
 /** How long an outcome may wait to join a batch write. */
 export const defaultFlushDelayMs = 2;
 
+/** Largest result a handler may return: 256 KiB of JSON text, as for payloads. */
+export const defaultMaxResultBytes = 256 * 1024;
+
+/** Largest value `ctx.progress()` accepts: 4 KiB of JSON text (a figure or a small object, not data). */
+export const maxProgressBytes = 4 * 1024;
+
+/** How often a worker writes the progress its handlers reported: at most once per job per interval. */
+export const defaultProgressIntervalMs = 500;
+
 /** How long done jobs are kept: 7 days. */
 export const defaultRetentionMs = 7 * 86_400_000;
 

@@ -47,7 +47,11 @@ export type ErrandErrorCode =
   /** A stored job row cannot be run as it is (e.g. its `retry` column is not a policy); that job alone goes dead. */
   | "invalid_job"
   /** A job's outcome could not be written even alone; it was moved to dead, or runs again after its lease. */
-  | "outcome_not_written";
+  | "outcome_not_written"
+  /** `waitFor` reached its `timeoutMs` before the job finished (the job itself is not affected). */
+  | "wait_timeout"
+  /** `waitFor` was still waiting when the errand was closed. */
+  | "closed";
 
 /**
  * Every error errand raises on purpose is an {@link ErrandError} with a stable `code`,

@@ -32,6 +32,11 @@ export interface JobError {
   readonly started?: false;
 }
 
+/** Whether a job has finished for good: done, dead or cancelled. What `errand.waitFor` waits for. */
+export function isFinished(status: JobStatus): boolean {
+  return status === "done" || status === "dead" || status === "cancelled";
+}
+
 /**
  * A job row as errand returns it. Ids are strings: PostgreSQL `bigint` exceeds JS numbers.
  * An errand typed by a job map returns its jobs as `JobOf<Jobs>`: a `Job` per kind, so
@@ -60,6 +65,10 @@ export interface Job<Payload = unknown, Kind extends string = string> {
    * `ctx.lastCheckpoint`), or null. Kept after the job finishes.
    */
   readonly checkpoint: Json | null;
+  /** What the handler returned (plain JSON), once the job is done; null when it returned nothing (or null). */
+  readonly result: Json | null;
+  /** The last value the handler reported with `ctx.progress()` (kept after the job finishes); null if none. */
+  readonly progress: Json | null;
 }
 
 /** The row shape the job queries return. */
@@ -83,6 +92,9 @@ export interface JobRow {
   finished_at: Date | string | null;
   /** As text (a checkpoint may be a JSON string, which a driver's parsing would make ambiguous). */
   checkpoint?: string | null;
+  /** Absent from queries that do not select it (they show no result). */
+  result?: unknown;
+  progress?: unknown;
 }
 
 /** Converts a row to the public {@link Job} shape. */
@@ -105,6 +117,9 @@ export function toJob(row: JobRow): Job {
     startedAt: row.started_at === null ? null : toDate(row.started_at),
     finishedAt: row.finished_at === null ? null : toDate(row.finished_at),
     checkpoint: typeof row.checkpoint === "string" ? (JSON.parse(row.checkpoint) as Json) : null,
+    // As the payload: both drivers parse jsonb (parseJson would turn a string result "12" into 12).
+    result: (row.result as Json | undefined) ?? null,
+    progress: (row.progress as Json | undefined) ?? null,
   };
 }
 

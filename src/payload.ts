@@ -15,16 +15,22 @@ const maxPayloadDepth = 1000;
  * Serialises a payload, refusing anything that would not come back unchanged from the
  * database (`undefined`, functions, class instances such as `Date` or `Map`, `NaN`,
  * cycles, `\u0000` or half a surrogate pair in a key or a string, nesting deeper than
- * 1,000 levels) and anything over `maxBytes`. The error names the offending path.
+ * 1,000 levels) and anything over `maxBytes`. The error names the offending path, and
+ * an oversized value's error ends with `advice`.
  */
-export function serialisePayload(value: unknown, maxBytes: number, field = "payload"): string {
+export function serialisePayload(
+  value: unknown,
+  maxBytes: number,
+  field = "payload",
+  advice = "enqueue identifiers, not objects (load the record inside the job)",
+): string {
   // The common payload passes the quick check; only a suspect one is walked again with
   // paths and cycle detection, to name what is wrong.
   if (!isPlainJson(value, 0)) checkJson(value, field, { root: field, seen: new Set() }, 0);
   const text = JSON.stringify(value);
   const bytes = Buffer.byteLength(text, "utf8");
   if (bytes > maxBytes) {
-    throw new ValidationError(field, `is ${bytes} bytes of JSON, over the limit of ${maxBytes}; enqueue identifiers, not objects (load the record inside the job)`);
+    throw new ValidationError(field, `is ${bytes} bytes of JSON, over the limit of ${maxBytes}; ${advice}`);
   }
   return text;
 }
@@ -88,7 +94,7 @@ function checkJson(value: unknown, path: string, walk: { readonly root: string; 
         const proto: unknown = Object.getPrototypeOf(value);
         if (proto !== Object.prototype && proto !== null) {
           const name = (value as { constructor?: { name?: string } }).constructor?.name ?? "an object with a prototype";
-          throw new ValidationError(path, `is a ${name}; payloads must be plain JSON (convert it first, e.g. a Date to an ISO string)`);
+          throw new ValidationError(path, `is a ${name}; it must be plain JSON (convert it first, e.g. a Date to an ISO string)`);
         }
         for (const [key, item] of Object.entries(value)) {
           const problem = textProblem(key);

@@ -72,7 +72,7 @@ function wrapClient(client: pg.ClientBase | pg.Pool): Queryable {
 async function listenWithReconnect(
   config: pg.ClientConfig,
   channel: string,
-  onNotify: () => void,
+  onNotify: (payload?: string) => void,
   onReconnect: () => void,
   onError: (error: Error) => void,
 ): Promise<() => Promise<void>> {
@@ -85,7 +85,7 @@ async function listenWithReconnect(
     // Keepalive notices a connection that died without a word (a dropped network path).
     const next = new pg.Client({ ...config, keepAlive: true, keepAliveInitialDelayMillis: 10_000 });
     next.on("notification", (message) => {
-      if (message.channel === channel) onNotify();
+      if (message.channel === channel) onNotify(message.payload);
     });
     next.on("error", (error) => {
       onError(error);

@@ -17,7 +17,7 @@ export function pgliteDriver(db: PGlite, ownsDb = false, onClose?: () => void): 
       return db.transaction((tx) => fn({ ...wrapTransaction(tx), exec: async (sql) => void (await tx.exec(sql)) }));
     },
     async listen(channel, onNotify) {
-      const unlisten = await db.listen(channel, () => onNotify());
+      const unlisten = await db.listen(channel, (payload) => onNotify(payload));
       return async () => {
         if (!db.closed) await unlisten();
       };

@@ -35,11 +35,12 @@ export interface Driver {
   /** Runs `fn` in one transaction: commit when it resolves, roll back when it throws. */
   transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T>;
   /**
-   * Calls `onNotify` for each notification on `channel`, and `onReconnect` after the
-   * listening connection was lost and restored (notifications may have been missed).
-   * Resolves to a function that stops listening.
+   * Calls `onNotify` for each notification on `channel`, with its payload (a driver that
+   * cannot read payloads passes none, and listeners then treat the notification as being
+   * about everything), and `onReconnect` after the listening connection was lost and
+   * restored (notifications may have been missed). Resolves to a function that stops listening.
    */
-  listen(channel: string, onNotify: () => void, onReconnect?: () => void): Promise<() => Promise<void>>;
+  listen(channel: string, onNotify: (payload?: string) => void, onReconnect?: () => void): Promise<() => Promise<void>>;
   /** Closes what the driver opened (not connections the caller passed in). */
   close(): Promise<void>;
 }

@@ -1,5 +1,5 @@
 import type { Statement } from "../driver/types.js";
-import { cancelChannelFor, channelFor, memoisePerSchema, qualified, statement } from "./statement.js";
+import { cancelChannelFor, channelFor, memoisePerSchema, qualified, statement, waitChannelFor } from "./statement.js";
 
 /** Every statement errand runs, for one schema. Built once per client. */
 export interface Queries {
@@ -11,6 +11,8 @@ export interface Queries {
   readonly complete: Statement;
   readonly completeInTransaction: Statement;
   readonly checkpoint: Statement;
+  readonly completeWithValues: Statement;
+  readonly progress: Statement;
   readonly fail: Statement;
   readonly failTimedOut: Statement;
   readonly release: Statement;
@@ -25,12 +27,12 @@ export interface Queries {
 }
 
 /** The statements for `schema` (memoised). */
-export const queriesFor = memoisePerSchema((schema): Queries => build(qualified(schema), channelFor(schema), cancelChannelFor(schema)));
+export const queriesFor = memoisePerSchema((schema): Queries => build(qualified(schema), channelFor(schema), cancelChannelFor(schema), waitChannelFor(schema)));
 
 /** Columns returned for a job everywhere a whole job is returned. */
 const jobColumns = `j.id, j.kind, j.payload, j.status, j.priority, j.attempts, j.max_attempts, j.run_at,
   j.locked_until, j.locked_by, j.last_error, j.errors, j.retry, j.dedupe_key, j.created_at, j.started_at, j.finished_at,
-  j.checkpoint::text AS checkpoint`;
+  j.checkpoint::text AS checkpoint, j.result, j.progress`;
 
 /**
  * The enqueue statements' input rows: $1 is a JSON array of jobs, one object per job
@@ -69,7 +71,7 @@ function appendError(entry: string): string {
 /** Times a rescuer may return a reserved row whose lease expired before it is charged anyway. */
 export const maxUnstartedRefunds = 3;
 
-function build(s: string, channel: string, cancelChannel: string): Queries {
+function build(s: string, channel: string, cancelChannel: string, waitChannel: string): Queries {
   const jobs = `${s}.jobs`;
   /** fail's per-job values: $2 is {id: [attempt, delay_ms, permanent, error]} (see byId). */
   const failed = (index: number, cast: string): string => `($2::jsonb -> j.id::text ->> ${index})${cast}`;
@@ -197,22 +199,37 @@ function build(s: string, channel: string, cancelChannel: string): Queries {
      * complete — marks jobs done, but only those still leased to this worker for this
      * attempt: a late result after the lease was lost is not recorded. A reserved row
      * (its start not written yet) is charged its attempt here.
-     * Counts the outcomes for stats (see counted()).
+     * Counts the outcomes for stats (see counted()) and announces them (see waitNotice).
      * $1 id bigint[], $2 {id: attempt} (JSON, see byId), $3 worker id; rows: id
      */
-    complete: statement(
-      counted(
-        s,
-        "",
-        `UPDATE ${jobs} j
-      SET status = 'done', attempts = ${heldAttempt}, started_at = coalesce(j.started_at, now()),
-          locked_until = NULL, locked_by = NULL, finished_at = now()
-      WHERE j.id = ANY($1::bigint[]) AND ${heldAttempt} = ($2::jsonb ->> j.id::text)::int
-        AND j.status = 'running' AND j.locked_by = $3`,
-        "id",
-        "done",
-      ),
-    ),
+    complete: statement(counted(s, waitChannel, "", completeUpdate(jobs, false), "id", "done")),
+
+    /*
+     * completeWithValues — complete for a batch in which some handler returned a result or
+     * has progress not yet written: the result is stored with the job in the same write
+     * (never half of it), the progress if given. Batches without either use complete,
+     * which does not carry the extra values.
+     * $1 id bigint[], $2 {id: {a: attempt, r?: result, p?: progress}} (JSON, see
+     * byIdJson), $3 worker id; rows: id
+     */
+    completeWithValues: statement(counted(s, waitChannel, "", completeUpdate(jobs, true), "id", "done")),
+
+    /*
+     * progress — writes the progress handlers reported (the progress writer, at most once
+     * per job per interval) and announces it to waitFor's onProgress. Only rows still
+     * leased to this worker for this attempt. Writes no indexed column (HOT).
+     * $1 id bigint[], $2 {id: {a: attempt, p: progress}} (JSON, see byIdJson), $3 worker id;
+     * rows: id, notified
+     */
+    progress: statement(`
+      WITH changed AS (
+        UPDATE ${jobs} j
+        SET progress = $2::jsonb -> j.id::text -> 'p'
+        WHERE j.id = ANY($1::bigint[]) AND ${heldAttempt} = ($2::jsonb -> j.id::text ->> 'a')::int
+          AND j.status = 'running' AND j.locked_by = $3
+        RETURNING j.id
+      )
+      SELECT id, ${waitNotice(waitChannel, "p", "")} FROM changed`),
 
     /*
      * completeInTransaction — complete for one job, run by a handler on its own
@@ -226,6 +243,7 @@ function build(s: string, channel: string, cancelChannel: string): Queries {
     completeInTransaction: statement(
       counted(
         s,
+        waitChannel,
         "",
         `UPDATE ${jobs} j
       SET status = 'done', attempts = ${heldAttempt}, started_at = coalesce(j.started_at, now()),
@@ -240,7 +258,7 @@ function build(s: string, channel: string, cancelChannel: string): Queries {
      * checkpoint — saves a running job's checkpoint (ctx.checkpoint(state)) for its next
      * attempt, if the job is still leased to this worker for this attempt: a handler that
      * lost its lease cannot overwrite the progress of the one that took over. Kept when
-     * the job finishes (see migration 010).
+     * the job finishes (see migration 009).
      * $1 id, $2 attempt, $3 worker id, $4 the state as JSON text; rows: id
      */
     checkpoint: statement(`
@@ -255,13 +273,13 @@ function build(s: string, channel: string, cancelChannel: string): Queries {
      * $1 id bigint[], $2 {id: [attempt, delay_ms, permanent, error]} (JSON, see byId),
      * $3 worker id; rows: id, status
      */
-    fail: statement(counted(s, "", failUpdate, "id, status", "failure")),
+    fail: statement(counted(s, waitChannel, "", failUpdate, "id, status", "failure")),
 
     /*
      * failTimedOut — fail for attempts that ran past their maximum run time: the same
      * update, also counted as timeouts for stats. Same parameters and rows as fail.
      */
-    failTimedOut: statement(counted(s, "", failUpdate, "id, status", "timeout")),
+    failTimedOut: statement(counted(s, waitChannel, "", failUpdate, "id, status", "timeout")),
 
     /*
      * release — gives jobs back without spending an attempt (shutdown, a buffered job
@@ -291,6 +309,7 @@ function build(s: string, channel: string, cancelChannel: string): Queries {
     deadLetter: statement(
       counted(
         s,
+        waitChannel,
         "",
         `UPDATE ${jobs} j
       SET status = 'dead', attempts = ${heldAttempt}, started_at = coalesce(j.started_at, now()), finished_at = now(),
@@ -333,6 +352,7 @@ function build(s: string, channel: string, cancelChannel: string): Queries {
     rescue: statement(
       counted(
         s,
+        waitChannel,
         `lapsed AS (
         SELECT id FROM ${jobs}
         WHERE status = 'running' AND locked_until < now()
@@ -416,7 +436,8 @@ function build(s: string, channel: string, cancelChannel: string): Queries {
      * handler and lets go; the notification on the cancel channel makes the workers send
      * that heartbeat at once. Explicit ids are all-or-nothing: if one is unknown or already
      * finished, nothing changes and the rows say why. By kind: only its ready and running
-     * jobs. Counted for stats (outcome_counts.cancelled).
+     * jobs. Counted for stats (outcome_counts.cancelled), and announced to waitFor like
+     * every other finish.
      * $1 id bigint[] (null = by kind), $2 kind (null = any); rows: id, status (before),
      * cancelled (whether this statement cancelled it)
      */
@@ -442,7 +463,8 @@ function build(s: string, channel: string, cancelChannel: string): Queries {
         ON CONFLICT (bucket, kind, shard) DO UPDATE SET cancelled = c.cancelled + excluded.cancelled
       )
       SELECT f.id, f.status, c.id IS NOT NULL AS cancelled,
-             CASE WHEN c.was = 'running' THEN pg_notify('${cancelChannel}', '') END IS NULL AS notified
+             CASE WHEN c.was = 'running' THEN pg_notify('${cancelChannel}', '') END IS NULL AS stopped,
+             ${waitNotice(waitChannel, "f", "")}
       FROM found f LEFT JOIN changed c USING (id)`),
   };
 }
@@ -467,13 +489,28 @@ export function byId<T>(ids: readonly string[], values: readonly T[]): string {
 }
 
 /**
+ * {@link byId} for values that are JSON text already (results and progress, serialised
+ * and checked when the handler gave them): each job's value is an object of `fields`,
+ * a field left out when its text is undefined.
+ */
+export function byIdJson(ids: readonly string[], fields: readonly Readonly<Record<string, string | number | undefined>>[]): string {
+  let json = "{";
+  for (let i = 0; i < ids.length; i++) {
+    let value = "";
+    for (const [key, text] of Object.entries(fields[i]!)) if (text !== undefined) value += `${value ? "," : ""}"${key}":${text}`;
+    json += `${i ? "," : ""}"${ids[i]!}":{${value}}`;
+  }
+  return `${json}}`;
+}
+
+/**
  * Wraps an outcome UPDATE on `jobs j` so the same statement counts what it changed, for
  * stats: outcomes per kind in 10-second buckets (`outcome_counts`) and, for completions,
  * the retained done jobs per kind (`done_counts`). One upsert per kind per batch, sharded
  * by backend so concurrent workers seldom wait on one counter row. Only the statements
  * that finish attempts pay for it — claims and heartbeats do not.
  */
-function counted(s: string, ctes: string, update: string, returning: string, outcome: "done" | "failure" | "rescue" | "timeout"): string {
+function counted(s: string, waitChannel: string, ctes: string, update: string, returning: string, outcome: "done" | "failure" | "rescue" | "timeout"): string {
   // A timed-out attempt is a failure, also counted as a timeout.
   const timeouts = outcome === "timeout";
   // A rescue that returns a reservation unspent (see rescue) is not a failed attempt.
@@ -498,5 +535,34 @@ function counted(s: string, ctes: string, update: string, returning: string, out
           SET done = c.done + excluded.done, failed = c.failed + excluded.failed, died = c.died + excluded.died${
             timeouts ? ", timed_out = c.timed_out + excluded.timed_out" : ""
           })${keptDone}
-      SELECT ${returning} FROM changed`;
+      SELECT ${returning}, ${waitNotice(waitChannel, "f", "WHERE status IN ('done', 'dead')")} FROM changed`;
+}
+
+/**
+ * complete's UPDATE. `withValues`: $2 holds {a: attempt, r?: result, p?: progress} per
+ * job instead of the attempt alone; an absent `r` stores no result, an absent `p` keeps
+ * the progress written before.
+ */
+function completeUpdate(jobs: string, withValues: boolean): string {
+  const attempt = withValues ? "($2::jsonb -> j.id::text ->> 'a')::int" : "($2::jsonb ->> j.id::text)::int";
+  const values = withValues ? ",\n          result = $2::jsonb -> j.id::text -> 'r', progress = coalesce($2::jsonb -> j.id::text -> 'p', j.progress)" : "";
+  return `UPDATE ${jobs} j
+      SET status = 'done', attempts = ${heldAttempt}, started_at = coalesce(j.started_at, now()),
+          locked_until = NULL, locked_by = NULL, finished_at = now()${values}
+      WHERE j.id = ANY($1::bigint[]) AND ${heldAttempt} = ${attempt}
+        AND j.status = 'running' AND j.locked_by = $3`;
+}
+
+/**
+ * A select-list column (`notified`) that announces rows of the `changed` CTE to
+ * `errand.waitFor` on the wait channel: one pg_notify per statement whatever the batch
+ * size, its payload `kind:` and the ids joined by commas (`f` finished, `p` progress), or
+ * `kind:*` (every waiter checks its job) when the ids would pass PostgreSQL's 8000-byte
+ * payload limit. An uncorrelated subquery, so it runs once per statement, and not at all
+ * when no row changed or none passes `filter`. PostgreSQL delivers it at commit, to
+ * listening sessions only.
+ */
+function waitNotice(channel: string, kind: "f" | "p", filter: string): string {
+  return `(SELECT pg_notify('${channel}', CASE WHEN length(n.ids) < 7990 THEN '${kind}:' || n.ids ELSE '${kind}:*' END)
+               FROM (SELECT string_agg(id::text, ',') AS ids FROM changed ${filter}) n WHERE n.ids IS NOT NULL) IS NULL AS notified`;
 }

@@ -40,6 +40,15 @@ export function cancelChannelFor(schema: string): string {
   return `errand_stop_${schema}`;
 }
 
+/**
+ * The channel on which finished jobs and progress are announced to `errand.waitFor`
+ * (see waitNotice in src/sql/jobs.ts). As long as {@link channelFor}'s, so the schema
+ * check covers it too.
+ */
+export function waitChannelFor(schema: string): string {
+  return `errand_wait_${schema}`;
+}
+
 /** A named statement; the name is a hash of the text, so it is stable per schema. */
 export function statement(text: string): Statement {
   return { name: `errand_${createHash("sha1").update(text).digest("hex").slice(0, 20)}`, text };

@@ -1,7 +1,7 @@
 import { type Clock, systemClock } from "../clock.js";
 import type { Driver } from "../driver/types.js";
 import { ErrandError } from "../errors.js";
-import { type Queries, byId } from "../sql/jobs.js";
+import { type Queries, byId, byIdJson } from "../sql/jobs.js";
 import type { ClaimedJob, Outcome } from "./executor.js";
 
 /** An attempt that ran past its maximum run time: written as a failure, counted as a timeout. */
@@ -237,6 +237,13 @@ export class Completer {
   #statement(type: WriteType, items: readonly Pending[]): Promise<{ rows: { id: string }[] }> {
     const id = items.map((p) => p.job.id);
     const w = this.#workerId;
+    if (type === "done" && items.some((p) => hasValues(p.outcome))) {
+      const values = items.map((p) => {
+        const o = p.outcome as Extract<Outcome, { type: "done" }>;
+        return { a: p.job.attempt, r: o.result, p: o.progress };
+      });
+      return this.#driver.run<{ id: string }>(this.#queries.completeWithValues, [id, byIdJson(id, values), w]);
+    }
     if (type === "done" || type === "started") {
       const attempts = byId(id, items.map((p) => p.job.attempt));
       return this.#driver.run<{ id: string }>(type === "done" ? this.#queries.complete : this.#queries.start, [id, attempts, w]);
@@ -289,6 +296,11 @@ export const maxRowsPerWrite = 1000;
 export function isRowError(error: unknown): boolean {
   const code = typeof error === "object" && error !== null ? (error as { code?: unknown }).code : undefined;
   return typeof code === "string" && /^2[23][0-9A-Z]{3}$/.test(code);
+}
+
+/** Whether a completion carries a result or progress: only then is the heavier statement used. */
+function hasValues(outcome: Written): boolean {
+  return outcome.type === "done" && (outcome.result !== undefined || outcome.progress !== undefined);
 }
 
 function errorMessage(error: unknown): string {

@@ -1,4 +1,6 @@
+import { maxProgressBytes } from "../defaults.js";
 import { PermanentError, UnknownKindError } from "../errors.js";
+import { serialisePayload } from "../payload.js";
 import { isSnooze } from "../outcomes.js";
 import { type RetryPolicy, retryDelay } from "../retry-policy.js";
 import { traceRun } from "../observe/tracing.js";
@@ -34,12 +36,24 @@ export interface RunWrites {
 
 /** What running a handler came to, to be written by the completer. */
 export type Outcome =
-  | { readonly type: "done" }
+  /** `result`: what the handler returned, as checked JSON text; `progress`: its last report not yet written. */
+  | { readonly type: "done"; readonly result?: string; readonly progress?: string }
   | { readonly type: "failed"; readonly error: string; readonly permanent: boolean; readonly delayMs: number }
   | { readonly type: "snoozed"; readonly delayMs: number };
 
 /** Every success is the same outcome: one object, not one per job. */
 const done: Outcome = Object.freeze({ type: "done" });
+
+/** What the executor does with a handler's result and progress reports. */
+export interface ResultHandling {
+  /** Largest result accepted, in bytes of JSON. */
+  readonly maxResultBytes: number;
+  /** Receives each progress report, checked and serialised. */
+  readonly progress: (job: ClaimedJob, json: string) => void;
+}
+
+/** For callers that keep no progress (tests of the executor alone). */
+const ignoreProgress: ResultHandling = { maxResultBytes: Infinity, progress: () => {} };
 
 /** Longest error text kept in `last_error` (message and stack). */
 export const maxErrorLength = 4000;
@@ -54,6 +68,7 @@ export async function execute(
   policy: RetryPolicy,
   writes: RunWrites,
   random: () => number = Math.random,
+  results: ResultHandling = ignoreProgress,
 ): Promise<Outcome> {
   const handler = Object.hasOwn(handlers, job.kind) ? (handlers[job.kind] as Handler<unknown>) : undefined;
   try {
@@ -73,10 +88,16 @@ export async function execute(
       lastCheckpoint: job.lastCheckpoint,
       checkpoint: (state) => writes.checkpoint(job, state),
       complete: (tx) => writes.complete(job, tx),
+      progress(value) {
+        results.progress(job, serialisePayload(value, maxProgressBytes, "progress", "report a figure or a small object, not data"));
+      },
     };
     const result = await traceRun(job, () => handler(job.payload, context));
     if (isSnooze(result)) return { type: "snoozed", delayMs: result.delayMs };
-    return done;
+    // Nothing returned: the shared outcome, and the completion statement without values.
+    if (result === undefined || result === null) return done;
+    // A result that is not JSON or too big fails the attempt here, naming `result`: nothing of it is written.
+    return { type: "done", result: serialisePayload(result, results.maxResultBytes, "result", "return a summary or a reference to the output, not the output") };
   } catch (error) {
     return failure(error, job, policy, random);
   }

@@ -45,6 +45,14 @@ export interface JobContext {
    * done once `tx` commits; if `tx` rolls back, the handler's outcome counts as usual.
    */
   complete(tx: Queryable): Promise<void>;
+  /**
+   * Reports how far the job has come: a number or small plain JSON (at most 4 KiB), shown
+   * by `getJob`, the dashboard and `waitFor`'s `onProgress`. Returns at once: the worker
+   * writes the latest value in the background, at most once per job per
+   * `progressIntervalMs` (500 ms), and the last one with the job's completion. Throws a
+   * `ValidationError` naming `progress` for a value that is not JSON or too big.
+   */
+  progress(value: Json): void;
 }
 
 /**

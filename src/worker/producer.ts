@@ -9,6 +9,7 @@ import type { ClaimedJob } from "./executor.js";
 import type { Handlers } from "./handlers.js";
 import type { LocalLeases } from "./leases.js";
 import { Prefetch } from "./prefetch.js";
+import type { ProgressWriter } from "./progress.js";
 import { RunningJobs } from "./running.js";
 import type { WorkerEvent, WorkerSettings } from "./worker-options.js";
 import { Wake } from "./wake.js";
@@ -39,6 +40,8 @@ export interface ProducerParts {
   readonly timeoutFor: (kind: string) => number | undefined;
   readonly settings: WorkerSettings;
   readonly completer: Completer;
+  /** Writes the progress handlers report. */
+  readonly progress: ProgressWriter;
   readonly leases: LocalLeases;
   readonly clock: Clock;
   readonly emit: (event: WorkerEvent) => void;

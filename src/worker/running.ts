@@ -5,10 +5,11 @@ import { type RetryPolicy, retryDelay } from "../retry-policy.js";
 import type { Driver } from "../driver/types.js";
 import type { Queries } from "../sql/jobs.js";
 import type { Completer } from "./completer.js";
-import { type ClaimedJob, type Outcome, describeError, execute } from "./executor.js";
+import { type ClaimedJob, type Outcome, type ResultHandling, describeError, execute } from "./executor.js";
 import type { Handlers } from "./handlers.js";
 import { LazyAbort } from "./lazy-abort.js";
 import { HandlerWrites } from "./run-writes.js";
+import type { ProgressWriter } from "./progress.js";
 import type { WorkerEvent } from "./worker-options.js";
 
 interface Running {
@@ -42,6 +43,8 @@ export interface RunningParts {
   readonly driver: Driver;
   readonly queries: Queries;
   readonly workerId: string;
+  readonly progress: ProgressWriter;
+  readonly settings: { readonly maxResultBytes: number };
   readonly clock: Clock;
   readonly emit: (event: WorkerEvent) => void;
   /** Called after each run ends, whatever its outcome: a handler slot is free. */
@@ -59,6 +62,8 @@ export class RunningJobs {
   readonly #timeoutFor: (kind: string) => number | undefined;
   readonly #completer: Completer;
   readonly #writes: HandlerWrites;
+  readonly #progress: ProgressWriter;
+  readonly #results: ResultHandling;
   readonly #clock: Clock;
   readonly #emit: (event: WorkerEvent) => void;
   readonly #onFinished: (job: ClaimedJob) => void;
@@ -70,6 +75,9 @@ export class RunningJobs {
     this.#timeoutFor = parts.timeoutFor;
     this.#completer = parts.completer;
     this.#writes = new HandlerWrites(parts.driver, parts.queries, parts.workerId, parts.completer);
+    this.#progress = parts.progress;
+    const progress = parts.progress;
+    this.#results = { maxResultBytes: parts.settings.maxResultBytes, progress: (job, json) => progress.report(job, json) };
     this.#clock = parts.clock;
     this.#emit = parts.emit;
     this.#onFinished = parts.onFinished;
@@ -102,10 +110,14 @@ export class RunningJobs {
       // A reserved job starts now, without a round trip first (that is what the buffer
       // saves); its start is written with the next batch, if its outcome does not get there first.
       if (reserved && !undecodable) this.#completer.started(job);
-      const outcome: Outcome = undecodable
+      let outcome: Outcome = undecodable
         ? { type: "failed", error: describeError(undecodable), permanent: true, delayMs: 0 }
-        : await execute(job, this.#handlers, entry.controller, this.#policyFor(job.kind), this.#writes);
+        : await execute(job, this.#handlers, entry.controller, this.#policyFor(job.kind), this.#writes, Math.random, this.#results);
       if (entry.abandoned) return; // already recorded at the end of the grace: this late result is ignored
+      // The last progress not yet written goes with a completion; after any other outcome
+      // the job is no longer running and the progress statement would skip it anyway.
+      const progress = this.#progress.take(job);
+      if (progress !== undefined && outcome.type === "done") outcome = { ...outcome, progress };
       if (entry.stopped) this.#settleStopped(entry);
       else if (entry.discard) this.#completer.forget(job);
       else if (!(entry.expired && outcome.type !== "done")) {

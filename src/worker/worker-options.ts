@@ -1,6 +1,6 @@
 import type { ResolvedKind } from "../options.js";
-import { defaultConcurrency, defaultFlushDelayMs, defaultLeaseMs, defaultPollIntervalMs, defaultRescueIntervalMs, defaultShutdownTimeoutMs } from "../defaults.js";
-import { checkKeys, nonNegativeMs, positiveMs } from "../validate.js";
+import { defaultConcurrency, defaultFlushDelayMs, defaultLeaseMs, defaultMaxResultBytes, defaultProgressIntervalMs, defaultPollIntervalMs, defaultRescueIntervalMs, defaultShutdownTimeoutMs } from "../defaults.js";
+import { checkKeys, integerIn, nonNegativeMs, positiveMs } from "../validate.js";
 import { ValidationError } from "../errors.js";
 import type { ClaimedJob } from "./executor.js";
 import type { Handlers } from "./handlers.js";
@@ -32,6 +32,13 @@ export interface WorkerOptions {
   readonly rescueIntervalMs?: number;
   /** How long an outcome may wait to join a batch write. Default 2 ms. */
   readonly flushDelayMs?: number;
+  /**
+   * Largest result a handler may return, in bytes of JSON. Default 256 KiB. A larger one
+   * (or one that is not plain JSON) fails the attempt with an error naming `result`.
+   */
+  readonly maxResultBytes?: number;
+  /** How often progress reported with `ctx.progress()` is written: at most once per job per interval. Default 500 ms. */
+  readonly progressIntervalMs?: number;
   /** This worker's name in `locked_by`. Default `host:pid:random`. */
   readonly workerId?: string;
   /** Receives every job outcome and worker event (for logs and tests). */
@@ -70,11 +77,13 @@ export interface WorkerSettings {
   readonly leaseCheckMs: number;
   readonly rescueIntervalMs: number;
   readonly flushDelayMs: number;
+  readonly maxResultBytes: number;
+  readonly progressIntervalMs: number;
 }
 
 /** Validates worker options (errors name the field) and fills in defaults. */
 export function resolveWorkerOptions(options: WorkerOptions, kinds: ReadonlyMap<string, ResolvedKind>): WorkerSettings {
-  checkKeys(options, "", ["handlers", "concurrency", "prefetch", "leaseMs", "pollIntervalMs", "shutdownTimeoutMs", "heartbeatIntervalMs", "rescueIntervalMs", "flushDelayMs", "workerId", "onEvent"]);
+  checkKeys(options, "", ["handlers", "concurrency", "prefetch", "leaseMs", "pollIntervalMs", "shutdownTimeoutMs", "heartbeatIntervalMs", "rescueIntervalMs", "flushDelayMs", "maxResultBytes", "progressIntervalMs", "workerId", "onEvent"]);
   if (typeof options.handlers !== "object" || options.handlers === null) throw new ValidationError("handlers", "must be an object mapping kind → async function");
   for (const [kind, handler] of Object.entries(options.handlers)) {
     if (typeof handler !== "function") throw new ValidationError(`handlers.${kind}`, "must be a function");
@@ -98,6 +107,9 @@ export function resolveWorkerOptions(options: WorkerOptions, kinds: ReadonlyMap<
     leaseCheckMs: Math.max(10, Math.min(heartbeatIntervalMs, shortest - heartbeatIntervalMs) / 4),
     rescueIntervalMs: nonNegativeMs(options.rescueIntervalMs ?? defaultRescueIntervalMs, "rescueIntervalMs"),
     flushDelayMs: nonNegativeMs(options.flushDelayMs ?? defaultFlushDelayMs, "flushDelayMs"),
+    // PostgreSQL refuses jsonb values over 255 MiB; a result near that belongs elsewhere anyway.
+    maxResultBytes: integerIn(options.maxResultBytes ?? defaultMaxResultBytes, "maxResultBytes", 1, 64 * 1024 * 1024),
+    progressIntervalMs: positiveMs(options.progressIntervalMs ?? defaultProgressIntervalMs, "progressIntervalMs"),
   };
 }
 

@@ -11,6 +11,7 @@ import { cancelChannelFor, channelFor } from "../sql/statement.js";
 import { Completer } from "./completer.js";
 import { Heartbeat } from "./heartbeat.js";
 import { LocalLeases } from "./leases.js";
+import { ProgressWriter } from "./progress.js";
 import { Producer, maxBufferWaitMs } from "./producer.js";
 import { type WorkerEvent, type WorkerOptions, type WorkerSettings, resolveWorkerOptions } from "./worker-options.js";
 
@@ -34,6 +35,7 @@ export class Worker {
   readonly #onEvent: (event: WorkerEvent) => void;
   readonly #clock: Clock;
   readonly #completer: Completer;
+  readonly #progress: ProgressWriter;
   readonly #producer: Producer;
   readonly #heartbeat: Heartbeat;
   readonly #rescuer: Rescuer;
@@ -61,7 +63,8 @@ export class Worker {
     const policyFor = (kind: string) => kinds.get(kind)?.retry ?? defaultRetryPolicy;
     const timeoutFor = (kind: string) => kinds.get(kind)?.timeoutMs;
     const common = { driver, queries, workerId: this.id, settings, leases, clock, emit };
-    const producer = new Producer({ ...common, handlers: options.handlers, policyFor, timeoutFor, completer: this.#completer });
+    this.#progress = new ProgressWriter(driver, queries, this.id, settings.progressIntervalMs, (error) => emit({ type: "error", during: "progress", error }), clock);
+    const producer = new Producer({ ...common, handlers: options.handlers, policyFor, timeoutFor, completer: this.#completer, progress: this.#progress });
     this.#producer = producer;
     const completer = this.#completer;
     this.#heartbeat = new Heartbeat({
@@ -202,6 +205,8 @@ export class Worker {
     // of the timeout, and at least 3 s, then given up: those jobs run again after their
     // lease (see docs/crash-safety.md). This bounds shutdown at about timeout + 3 s.
     await this.#completer.drain(Math.max(deadline, this.#clock.now() + 3_000), () => this.#clock.now());
+    // Every handler has ended; progress of the finished jobs went with their outcomes.
+    this.#progress.stop();
     this.#state = "stopped";
     this.#emit({ type: "stopped", workerId: this.id, released });
     this.#finishStop();

@@ -84,6 +84,21 @@ describe("dashboard pages", () => {
     expect(lease.text).toMatch(/\((4 min \d+ s|5 min 0 s) left\)/);
     expect((await s.get("/jobs/abc")).status).toBe(400);
   });
+
+  it("shows a job's last progress and its result, escaped, and neither when it has none", async () => {
+    const s = dashboardSession(createDashboard(t.errand));
+    const [id] = await t.sql<{ id: string }>(
+      `UPDATE ${t.schema}.jobs SET progress = '{"done": 3, "of": 4}', result = '{"note": "<b>ok</b>"}'
+       WHERE id = (SELECT min(id) FROM ${t.schema}.jobs) RETURNING id`,
+    );
+    const page = await s.get(`/jobs/${id!.id}`);
+    expect(page.text).toMatch(/<pre id="progress"[^>]*>[^<]*done&quot;: 3,?\n[^<]*<\/pre>/);
+    expect(page.text).toContain("&lt;b&gt;ok&lt;/b&gt;");
+    expect(page.text).toMatch(/<pre id="result"/);
+    const plain = await s.get(`/jobs/${seeded.dead[1]}`);
+    expect(plain.text).not.toContain('id="progress"');
+    expect(plain.text).not.toContain('id="result"');
+  });
 });
 
 describe("dead-letter actions", () => {

@@ -23,7 +23,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 function context(signal = new AbortController().signal): JobContext {
   return { id: "7", kind: "k", attempt: 2, maxAttempts: 5, idempotencyKey: "errand-job-7", createdAt: new Date("2026-01-02T03:04:05Z"), signal,
-    lastCheckpoint: undefined, checkpoint: () => Promise.reject(new Error("unused")), complete: () => Promise.reject(new Error("unused")) };
+    lastCheckpoint: undefined, checkpoint: () => Promise.reject(new Error("unused")), complete: () => Promise.reject(new Error("unused")), progress: () => {} };
 }
 
 /** What the handler threw. */

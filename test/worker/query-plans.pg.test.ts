@@ -67,12 +67,14 @@ describe("batch statement plans", () => {
           expect(claim).not.toMatch(/Seq Scan|Join/);
           for (const name of ["heartbeat", "start", "complete", "fail", "release"] as const) {
             const text = await plan(c, name, statements[name].args);
-            const shown = `${name}:\n${text.replace(/'[^']{60,}'/g, "'…'")}`;
+            const shown = `${name}:\n${text.replace(/'[^'\n]{60,}'/g, "'…'")}`;
             // No join at all: each row is found by its id, through the primary key — or,
             // in a custom plan on a table the statistics call tiny, by a scan that looks
             // ids up in the constant array (hashed by PostgreSQL), which is linear too.
             expect(shown).not.toMatch(/Nested Loop|Join|Function Scan|SubPlan/);
-            if (mode === "force_generic_plan") expect(shown).toMatch(/Index Scan on jobs_pkey|Index Scan using jobs_pkey on jobs j/);
+            // (A bitmap of the primary key is as linear; complete's plan took one once the
+            // rows grew wider with result and progress.)
+            if (mode === "force_generic_plan") expect(shown).toMatch(/Index Scan on jobs_pkey|Index Scan using jobs_pkey on jobs j|Bitmap Index Scan on jobs_pkey/);
             expect(shown).toMatch(/jobs_pkey|Seq Scan on jobs j[^\n]*\n\s+Filter: [^\n]*id = ANY/);
           }
         } finally {

@@ -72,6 +72,15 @@ describe("cancel", () => {
     expect(await counts()).toMatchObject({ cancelled: "2" });
   });
 
+  it("wakes waitFor: a waiter on a job that is cancelled gets it back, cancelled", async () => {
+    const { id } = await t.errand.enqueue("k", {}, { delay: 60_000 });
+    const waited = t.errand.waitFor(id, { timeoutMs: 20_000 });
+    // Whether the cancel lands before waitFor's first read (which must count cancelled as
+    // finished) or after it (which the cancel's notice must wake), the waiter gets the job.
+    await t.errand.cancel({ ids: [id] });
+    expect((await waited).status).toBe("cancelled");
+  });
+
   it("is all or nothing: an unknown id or a finished job is a clear error and nothing changes", async () => {
     const { id: ready } = await t.errand.enqueue("k", {});
     const { id: done } = await t.errand.enqueue("other", {});

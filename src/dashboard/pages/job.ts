@@ -5,7 +5,7 @@ import { type PageContext, csrfField, duration, href, page, statusBadge, time } 
 /** Seconds from one time to another; none when either is missing or infinite. */
 const seconds = (from: Date | null, to: Date | null) => (from && to && !isInfinite(from) && !isInfinite(to) ? (to.getTime() - from.getTime()) / 1000 : null);
 
-/** One job: facts, timings, lease, payload (pretty JSON, as text) and every attempt's error. */
+/** One job: facts, timings, lease, payload, last progress and result (pretty JSON, as text) and every attempt's error. */
 export function jobPage(ctx: PageContext, job: Job, now: Date, notice: Html | string = ""): Html {
   const leaseLeft = job.status === "running" ? seconds(now, job.lockedUntil) : null;
   const actions = job.status === "dead" && !ctx.readOnly
@@ -36,6 +36,10 @@ ${actions}
 </dl>
 <h2 id="payload-heading">Payload</h2>
 <pre id="payload" aria-labelledby="payload-heading">${JSON.stringify(job.payload, null, 2)}</pre>
+${job.progress === null ? "" : html`<h2 id="progress-heading">Progress</h2>
+<pre id="progress" aria-labelledby="progress-heading">${JSON.stringify(job.progress, null, 2)}</pre>`}
+${job.result === null ? "" : html`<h2 id="result-heading">Result</h2>
+<pre id="result" aria-labelledby="result-heading">${JSON.stringify(job.result, null, 2)}</pre>`}
 <h2>Attempts</h2>
 ${job.errors.length === 0
     ? html`<p class="muted">No failed attempts recorded.</p>`
