@@ -16,6 +16,6 @@ const worker = errand.worker({
 });
 await worker.start();
 
-while ((await errand.getJob(id)).status !== "done") await new Promise((r) => setTimeout(r, 20));
-console.log(`job ${id} is done`);
+const job = await errand.waitFor(id, { timeoutMs: 10_000 }); // woken by the completion, no polling
+console.log(`job ${id} is ${job.status}`);
 await errand.close(); // stops the worker gracefully, then closes the connection
