@@ -30,6 +30,19 @@ describe("errand CLI", () => {
     expect(second.stderr).toContain("duplicate");
   });
 
+  it("cancels by id (all or nothing) and by kind; a finished or unknown job is an error and nothing changes", async () => {
+    const a = (await cli("enqueue", "cancel_me", "{}", "--delay", "600")).stdout.trim();
+    const b = (await cli("enqueue", "cancel_me", "{}", "--delay", "600")).stdout.trim();
+    const unknown = await cli("cancel", a, "999999999");
+    expect(unknown).toMatchObject({ code: 1, stdout: "" });
+    expect(unknown.stderr).toMatch(/no job with id 999999999; nothing was cancelled/);
+    expect(JSON.parse((await cli("cancel", a, "--json")).stdout)).toEqual({ ids: [a] });
+    expect((await cli("cancel", a)).stderr).toMatch(new RegExp(`cannot cancel job ${a} \\(cancelled\\): already finished`));
+    expect((await cli("cancel", "--kind", "cancel_me")).stdout.trim()).toBe(`cancelled 1 job: ${b}`);
+    expect((await cli("cancel", "--kind", "cancel_mee")).stderr).toMatch(/unknown kind 'cancel_mee' — did you mean 'cancel_me'\?/);
+    expect((await cli("cancel")).code).toBe(2);
+  });
+
   it("runs a worker from a handlers module, lists the dead job, retries and discards it", async () => {
     const id = (await cli("enqueue", "always_fails", "{}", "--max-attempts", "1")).stdout.trim();
     // The worker exits by itself (SIGTERM, graceful) once the fixture's exit_now job runs.
