@@ -64,6 +64,8 @@ export function registerQueueGauges(registry: Registry, read: () => Promise<Queu
         g.set({ kind, outcome: "completed", window }, w.completed);
         g.set({ kind, outcome: "failed", window }, w.failed);
         g.set({ kind, outcome: "died", window }, w.died);
+        g.set({ kind, outcome: "timed_out", window }, w.timedOut);
+        g.set({ kind, outcome: "cancelled", window }, w.cancelled);
       }
     }
   });

@@ -9,6 +9,10 @@ export interface WindowStats {
   readonly failed: number;
   /** Jobs that became dead. */
   readonly died: number;
+  /** Attempts that ran past their maximum run time (also counted in `failed`). */
+  readonly timedOut: number;
+  /** Jobs cancelled (`errand.cancel`). */
+  readonly cancelled: number;
   /** failed ÷ (completed + failed), or null with no attempts in the window. */
   readonly failureRate: number | null;
 }
@@ -56,9 +60,13 @@ interface StatsRow {
   done_1m: string | number | null;
   failed_1m: string | number | null;
   died_1m: string | number | null;
+  timed_out_1m: string | number | null;
+  cancelled_1m: string | number | null;
   done_1h: string | number | null;
   failed_1h: string | number | null;
   died_1h: string | number | null;
+  timed_out_1h: string | number | null;
+  cancelled_1h: string | number | null;
 }
 
 /**
@@ -82,8 +90,8 @@ function toKindStats(row: StatsRow): KindStats {
     dead: n(row.dead),
     oldestReadyAgeMs: row.oldest_ready_ms === null ? null : Math.max(0, Math.round(Number(row.oldest_ready_ms))),
     expiredLeases: n(row.expired),
-    lastMinute: windowStats(n(row.done_1m), n(row.failed_1m), n(row.died_1m)),
-    lastHour: windowStats(n(row.done_1h), n(row.failed_1h), n(row.died_1h)),
+    lastMinute: windowStats(n(row.done_1m), n(row.failed_1m), n(row.died_1m), n(row.timed_out_1m), n(row.cancelled_1m)),
+    lastHour: windowStats(n(row.done_1h), n(row.failed_1h), n(row.died_1h), n(row.timed_out_1h), n(row.cancelled_1h)),
   };
 }
 
@@ -92,7 +100,7 @@ export function sumStats(list: readonly KindStats[]): KindStats {
   const add = (pick: (s: KindStats) => number) => list.reduce((sum, s) => sum + pick(s), 0);
   const ages = list.map((s) => s.oldestReadyAgeMs).filter((a): a is number => a !== null);
   const window = (pick: (s: KindStats) => WindowStats) =>
-    windowStats(add((s) => pick(s).completed), add((s) => pick(s).failed), add((s) => pick(s).died));
+    windowStats(add((s) => pick(s).completed), add((s) => pick(s).failed), add((s) => pick(s).died), add((s) => pick(s).timedOut), add((s) => pick(s).cancelled));
   return {
     ready: add((s) => s.ready),
     scheduled: add((s) => s.scheduled),
@@ -106,8 +114,8 @@ export function sumStats(list: readonly KindStats[]): KindStats {
   };
 }
 
-function windowStats(completed: number, failed: number, died: number): WindowStats {
-  return { completed, failed, died, failureRate: completed + failed === 0 ? null : failed / (completed + failed) };
+function windowStats(completed: number, failed: number, died: number, timedOut: number, cancelled: number): WindowStats {
+  return { completed, failed, died, timedOut, cancelled, failureRate: completed + failed === 0 ? null : failed / (completed + failed) };
 }
 
 function n(value: string | number | null): number {

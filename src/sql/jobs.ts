@@ -1,5 +1,5 @@
 import type { Statement } from "../driver/types.js";
-import { cancelChannelFor, channelFor, memoisePerSchema, qualified, statement, waitChannelFor } from "./statement.js";
+import { cancelNotice, channelFor, memoisePerSchema, qualified, statement, waitChannelFor } from "./statement.js";
 
 /** Every statement errand runs, for one schema. Built once per client. */
 export interface Queries {
@@ -27,7 +27,7 @@ export interface Queries {
 }
 
 /** The statements for `schema` (memoised). */
-export const queriesFor = memoisePerSchema((schema): Queries => build(qualified(schema), channelFor(schema), cancelChannelFor(schema), waitChannelFor(schema)));
+export const queriesFor = memoisePerSchema((schema): Queries => build(qualified(schema), channelFor(schema), waitChannelFor(schema)));
 
 /** Columns returned for a job everywhere a whole job is returned. */
 const jobColumns = `j.id, j.kind, j.payload, j.status, j.priority, j.attempts, j.max_attempts, j.run_at,
@@ -71,7 +71,7 @@ function appendError(entry: string): string {
 /** Times a rescuer may return a reserved row whose lease expired before it is charged anyway. */
 export const maxUnstartedRefunds = 3;
 
-function build(s: string, channel: string, cancelChannel: string, waitChannel: string): Queries {
+function build(s: string, channel: string, waitChannel: string): Queries {
   const jobs = `${s}.jobs`;
   /** fail's per-job values: $2 is {id: [attempt, delay_ms, permanent, error]} (see byId). */
   const failed = (index: number, cast: string): string => `($2::jsonb -> j.id::text ->> ${index})${cast}`;
@@ -433,7 +433,7 @@ function build(s: string, channel: string, cancelChannel: string, waitChannel: s
     /*
      * cancel — cancels ready (incl. scheduled) and running jobs: status cancelled, for
      * good. A running row keeps locked_by: its worker's next heartbeat sees it, aborts the
-     * handler and lets go; the notification on the cancel channel makes the workers send
+     * handler and lets go; a notice on the jobs channel (cancelNotice) makes the workers send
      * that heartbeat at once. Explicit ids are all-or-nothing: if one is unknown or already
      * finished, nothing changes and the rows say why. By kind: only its ready and running
      * jobs. Counted for stats (outcome_counts.cancelled), and announced to waitFor like
@@ -463,7 +463,7 @@ function build(s: string, channel: string, cancelChannel: string, waitChannel: s
         ON CONFLICT (bucket, kind, shard) DO UPDATE SET cancelled = c.cancelled + excluded.cancelled
       )
       SELECT f.id, f.status, c.id IS NOT NULL AS cancelled,
-             CASE WHEN c.was = 'running' THEN pg_notify('${cancelChannel}', '') END IS NULL AS stopped,
+             CASE WHEN c.was = 'running' THEN pg_notify('${channel}', '${cancelNotice}') END IS NULL AS stopped,
              ${waitNotice(waitChannel, "f", "")}
       FROM found f LEFT JOIN changed c USING (id)`),
   };

@@ -27,7 +27,8 @@ function build(s: string): ObserveQueries {
      * subtracting it fails on PostgreSQL before 16, and an infinite age is no figure.
      * No params. rows: at (now()), kind (null when there are no jobs), ready, scheduled,
      * oldest_ready_ms, running, expired, dead, done, done_1m, failed_1m, died_1m,
-     * done_1h, failed_1h, died_1h (counts as bigint strings)
+     * timed_out_1m, cancelled_1m, done_1h, failed_1h, died_1h, timed_out_1h, cancelled_1h
+     * (counts as bigint strings)
      */
     stats: statement(`
       SELECT n.at, x.kind,
@@ -35,29 +36,34 @@ function build(s: string): ObserveQueries {
              extract(epoch FROM n.at - min(x.oldest)) * 1000 AS oldest_ready_ms,
              sum(x.running) AS running, sum(x.expired) AS expired, sum(x.dead) AS dead, sum(x.done) AS done,
              sum(x.done_1m) AS done_1m, sum(x.failed_1m) AS failed_1m, sum(x.died_1m) AS died_1m,
-             sum(x.done_1h) AS done_1h, sum(x.failed_1h) AS failed_1h, sum(x.died_1h) AS died_1h
+             sum(x.timed_out_1m) AS timed_out_1m, sum(x.cancelled_1m) AS cancelled_1m,
+             sum(x.done_1h) AS done_1h, sum(x.failed_1h) AS failed_1h, sum(x.died_1h) AS died_1h,
+             sum(x.timed_out_1h) AS timed_out_1h, sum(x.cancelled_1h) AS cancelled_1h
       FROM (SELECT now() AS at) n
       LEFT JOIN (
         SELECT kind, count(*) FILTER (WHERE run_at <= now()) AS ready, count(*) FILTER (WHERE run_at > now()) AS scheduled,
                min(run_at) FILTER (WHERE run_at <= now() AND isfinite(run_at)) AS oldest,
                0 AS running, 0 AS expired, 0 AS dead, 0 AS done,
-               0 AS done_1m, 0 AS failed_1m, 0 AS died_1m, 0 AS done_1h, 0 AS failed_1h, 0 AS died_1h
+               0 AS done_1m, 0 AS failed_1m, 0 AS died_1m, 0 AS timed_out_1m, 0 AS cancelled_1m,
+               0 AS done_1h, 0 AS failed_1h, 0 AS died_1h, 0 AS timed_out_1h, 0 AS cancelled_1h
         FROM ${jobs} WHERE status = 'ready' GROUP BY kind
         UNION ALL
-        SELECT kind, 0, 0, NULL, count(*), count(*) FILTER (WHERE locked_until < now()), 0, 0, 0, 0, 0, 0, 0, 0
+        SELECT kind, 0, 0, NULL, count(*), count(*) FILTER (WHERE locked_until < now()), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
         FROM ${jobs} WHERE status = 'running' AND locked_until IS NOT NULL GROUP BY kind
         UNION ALL
-        SELECT kind, 0, 0, NULL, 0, 0, count(*), 0, 0, 0, 0, 0, 0, 0
+        SELECT kind, 0, 0, NULL, 0, 0, count(*), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
         FROM ${jobs} WHERE status = 'dead' GROUP BY kind
         UNION ALL
-        SELECT kind, 0, 0, NULL, 0, 0, 0, sum(done), 0, 0, 0, 0, 0, 0
+        SELECT kind, 0, 0, NULL, 0, 0, 0, sum(done), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
         FROM ${s}.done_counts GROUP BY kind
         UNION ALL
         SELECT kind, 0, 0, NULL, 0, 0, 0, 0,
                sum(done) FILTER (WHERE bucket > now() - interval '1 minute'),
                sum(failed) FILTER (WHERE bucket > now() - interval '1 minute'),
                sum(died) FILTER (WHERE bucket > now() - interval '1 minute'),
-               sum(done), sum(failed), sum(died)
+               sum(timed_out) FILTER (WHERE bucket > now() - interval '1 minute'),
+               sum(cancelled) FILTER (WHERE bucket > now() - interval '1 minute'),
+               sum(done), sum(failed), sum(died), sum(timed_out), sum(cancelled)
         FROM ${s}.outcome_counts WHERE bucket > now() - interval '1 hour' GROUP BY kind
       ) x ON true
       GROUP BY n.at, x.kind

@@ -33,12 +33,11 @@ export function channelFor(schema: string): string {
 }
 
 /**
- * The channel on which cancel tells workers that a job they hold was cancelled (they send
- * a heartbeat at once, which reports it). As long as {@link channelFor}'s, so it fits too.
+ * The payload of the notice on the jobs channel ({@link channelFor}) that says a running
+ * job was cancelled: its worker sends a heartbeat at once, which reports which. Enqueue's
+ * notices are empty, so one listening connection per worker serves both.
  */
-export function cancelChannelFor(schema: string): string {
-  return `errand_stop_${schema}`;
-}
+export const cancelNotice = "cancel";
 
 /**
  * The channel on which finished jobs and progress are announced to `errand.waitFor`

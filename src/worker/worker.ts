@@ -7,7 +7,7 @@ import { type RescueResult, Rescuer } from "../maintenance/rescuer.js";
 import type { ResolvedKind } from "../options.js";
 import { defaultRetryPolicy } from "../defaults.js";
 import { queriesFor } from "../sql/jobs.js";
-import { cancelChannelFor, channelFor } from "../sql/statement.js";
+import { cancelNotice, channelFor } from "../sql/statement.js";
 import { Completer } from "./completer.js";
 import { Heartbeat } from "./heartbeat.js";
 import { LocalLeases } from "./leases.js";
@@ -43,7 +43,6 @@ export class Worker {
   #state: "idle" | "running" | "stopping" | "stopped" = "idle";
   #stopping: Promise<void> | undefined;
   #unlisten: (() => Promise<void>) | undefined;
-  #unlistenCancel: (() => Promise<void>) | undefined;
   #timers: NodeJS.Timeout[] = [];
 
   /** Prefer `errand.worker(options)`. `clock` times buffers, leases and durations (tests pass their own). */
@@ -95,7 +94,12 @@ export class Worker {
     try {
       this.#unlisten = await this.#driver.listen(
         channelFor(this.#schema),
-        () => this.#producer.nudge(),
+        (payload) => {
+          // A job of this worker's may have been cancelled: the heartbeat reports which, so
+          // send it now (a missed notice costs only time: the next heartbeat reports it).
+          if (payload === cancelNotice) void this.#heartbeat.beat();
+          else this.#producer.nudge();
+        },
         () => {
           // Notifications sent while the connection was down are lost: look for jobs now.
           this.#emit({ type: "listen_restored" });
@@ -106,17 +110,9 @@ export class Worker {
       // Polling still works without notifications.
       this.#emit({ type: "error", during: "listen", error });
     }
-    try {
-      // A job of this worker's was cancelled: the heartbeat reports which, so send it now.
-      // (A missed notification costs only time: the next scheduled heartbeat reports it.)
-      this.#unlistenCancel = await this.#driver.listen(cancelChannelFor(this.#schema), () => void this.#heartbeat.beat());
-    } catch (error) {
-      this.#emit({ type: "error", during: "listen", error });
-    }
     if (this.#state !== "running") {
-      // stop() was called while we were connecting; it could not see the listeners yet.
+      // stop() was called while we were connecting; it could not see the listener yet.
       await this.#unlisten?.().catch(() => {});
-      await this.#unlistenCancel?.().catch(() => {});
       return;
     }
     const settings = this.#settings;
@@ -192,7 +188,6 @@ export class Worker {
     this.#state = "stopping";
     await this.#producer.stopClaiming();
     await this.#unlisten?.().catch(() => {});
-    await this.#unlistenCancel?.().catch(() => {});
     // Claimed but never started: give them back now so other workers can take them.
     let released = this.#producer.releaseBuffered();
     await this.#producer.settle(deadline);

@@ -4,7 +4,7 @@ import { useTestErrand } from "../support/db.js";
 
 const t = useTestErrand();
 
-const zeroWindow = { completed: 0, failed: 0, died: 0, failureRate: null };
+const zeroWindow = { completed: 0, failed: 0, died: 0, timedOut: 0, cancelled: 0, failureRate: null };
 
 describe("stats", () => {
   it("reports nothing for an empty queue", async () => {
@@ -40,7 +40,7 @@ describe("stats", () => {
     expect(sa).toMatchObject({ ready: 3, scheduled: 2, running: 0, done: 0, dead: 0, expiredLeases: 0, lastMinute: zeroWindow, lastHour: zeroWindow });
     expect(sa!.oldestReadyAgeMs).toBeGreaterThanOrEqual(90_000);
     expect(sa!.oldestReadyAgeMs).toBeLessThan(100_000);
-    const bWindow = { completed: 2, failed: 2, died: 1, failureRate: 0.5 };
+    const bWindow = { completed: 2, failed: 2, died: 1, timedOut: 0, cancelled: 0, failureRate: 0.5 };
     expect(sb).toEqual({ ready: 0, scheduled: 1, running: 0, done: 2, dead: 1, oldestReadyAgeMs: null, expiredLeases: 0, lastMinute: bWindow, lastHour: bWindow });
     expect(sc).toMatchObject({ ready: 0, scheduled: 0, running: 3, done: 0, dead: 0, expiredLeases: 2, oldestReadyAgeMs: null });
     expect(stats.total).toMatchObject({ ready: 3, scheduled: 3, running: 3, done: 2, dead: 1, expiredLeases: 2, lastMinute: bWindow, lastHour: bWindow });
@@ -52,7 +52,7 @@ describe("stats", () => {
     await t.sql(`UPDATE ${t.schema}.jobs SET status = 'running', attempts = 1, started_at = now(), locked_by = 'gone', locked_until = now() - interval '1 second'`);
     const worker = t.errand.worker({ handlers: { k: async () => { throw new Error("boom"); } } });
     expect(await worker.rescue()).toEqual({ ready: 1, dead: 0 });
-    expect((await t.errand.stats()).kinds.k!.lastMinute).toEqual({ completed: 0, failed: 1, died: 0, failureRate: 1 });
+    expect((await t.errand.stats()).kinds.k!.lastMinute).toEqual({ completed: 0, failed: 1, died: 0, timedOut: 0, cancelled: 0, failureRate: 1 });
     // A graceful release refunds the attempt: not a failure.
     await t.sql(`UPDATE ${t.schema}.jobs SET status = 'running', attempts = attempts + 1, started_at = now(), locked_by = 'w', locked_until = now() + interval '1 minute'`);
     await t.sql(`UPDATE ${t.schema}.jobs SET status = 'ready', attempts = attempts - 1, locked_by = NULL`);
@@ -71,7 +71,7 @@ describe("stats", () => {
     await t.sql(`UPDATE ${t.schema}.outcome_counts SET bucket = bucket - interval '5 minutes'`);
     const later = await t.errand.stats();
     expect(later.total.lastMinute).toEqual(zeroWindow);
-    expect(later.total.lastHour).toEqual({ completed: 3, failed: 0, died: 0, failureRate: 0 });
+    expect(later.total.lastHour).toEqual({ completed: 3, failed: 0, died: 0, timedOut: 0, cancelled: 0, failureRate: 0 });
     await t.sql(`UPDATE ${t.schema}.outcome_counts SET bucket = bucket - interval '2 hours'`);
     const much = await t.errand.stats();
     expect(much.total.lastHour).toEqual(zeroWindow);

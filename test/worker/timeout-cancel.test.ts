@@ -47,6 +47,7 @@ describe("maximum run time", () => {
       await eventually(() => late !== undefined && worker.activeCount === 1, 10_000, "the next job to run in the freed slot");
       expect((await status(id)).status).toBe("dead");
       expect(await counts()).toMatchObject({ timed_out: "1", failed: "1" });
+      expect((await t.errand.stats()).total.lastMinute).toMatchObject({ timedOut: 1, failed: 1, cancelled: 0 });
       await t.errand.cancel({ ids: [next] });
     } finally {
       await worker.stop({ timeout: 0 });
@@ -70,6 +71,7 @@ describe("cancel", () => {
     expect(await status(ready)).toMatchObject({ status: "cancelled" });
     expect((await t.errand.getJob(later))?.status).toBe("cancelled");
     expect(await counts()).toMatchObject({ cancelled: "2" });
+    expect((await t.errand.stats()).kinds.k?.lastHour).toMatchObject({ cancelled: 2, timedOut: 0 });
   });
 
   it("wakes waitFor: a waiter on a job that is cancelled gets it back, cancelled", async () => {
