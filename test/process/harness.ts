@@ -37,6 +37,12 @@ export interface ProcessTest extends TestErrand {
   started(id: string, worker?: Spawned, runs?: number, timeoutMs?: number): Promise<Effect[]>;
   /** Counts of jobs by status. */
   statusCounts(): Promise<Record<string, number>>;
+  /**
+   * Cuts the worker off at its heartbeat, as a network partition would: an UPDATE that
+   * extends a running job's lease (and matches `also`, SQL on OLD/NEW) kills its own
+   * connection. Claims and outcome writes pass.
+   */
+  dropHeartbeats(also?: string): Promise<void>;
 }
 
 /** Sets up a {@link ProcessTest}; call `cleanup()` in afterEach. */
@@ -84,6 +90,18 @@ export async function processTest(): Promise<ProcessTest> {
     async statusCounts() {
       const rows = await t.sql<{ status: string; n: number }>(`SELECT status, count(*)::int AS n FROM ${s}.jobs GROUP BY status`);
       return Object.fromEntries(rows.map((r) => [r.status, r.n]));
+    },
+    async dropHeartbeats(also = "true") {
+      await t.sql(`
+        CREATE FUNCTION ${s}.drop_heartbeats() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          IF OLD.status = 'running' AND NEW.status = 'running' AND NEW.locked_until > OLD.locked_until AND (${also}) THEN
+            PERFORM pg_terminate_backend(pg_backend_pid());
+            PERFORM pg_sleep(5);
+          END IF;
+          RETURN NEW;
+        END $$`);
+      await t.sql(`CREATE TRIGGER drop_heartbeats BEFORE UPDATE ON ${s}.jobs FOR EACH ROW EXECUTE FUNCTION ${s}.drop_heartbeats()`);
     },
     async cleanup() {
       await killAll(processes);

@@ -49,16 +49,7 @@ describe("leases and heartbeats", () => {
   it("aborts the handler of a worker that cannot extend its lease before anyone else may take the job", { timeout: 60_000 }, async () => {
     // Every lease extension of the first attempt loses its connection (a network partition
     // between this worker and the database, as far as heartbeats go).
-    await t.sql(`
-      CREATE FUNCTION ${t.schema}.drop_heartbeats() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        IF OLD.status = 'running' AND NEW.status = 'running' AND NEW.attempts = 1 AND NEW.locked_until > OLD.locked_until THEN
-          PERFORM pg_terminate_backend(pg_backend_pid());
-          PERFORM pg_sleep(5);
-        END IF;
-        RETURN NEW;
-      END $$`);
-    await t.sql(`CREATE TRIGGER drop_heartbeats BEFORE UPDATE ON ${t.schema}.jobs FOR EACH ROW EXECUTE FUNCTION ${t.schema}.drop_heartbeats()`);
+    await t.dropHeartbeats("NEW.attempts = 1");
     const { id } = await t.errand.enqueue("polite", { ms: 4_000 });
     const worker = t.worker("w", SHORT_LEASE);
     await eventually(async () => (await t.job(id)).status === "done", 30_000, "the job to be done");

@@ -12,16 +12,7 @@ describe("jobs claimed ahead when the worker loses the database past their lease
   it("come back unspent and run once, even with max_attempts 1", { timeout: 60_000 }, async () => {
     // Every lease extension loses its connection: a partition between this worker and the
     // database as far as heartbeats go. Claims, starts and outcomes go through.
-    await t.sql(`
-      CREATE FUNCTION ${t.schema}.drop_heartbeats() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        IF OLD.status = 'running' AND NEW.status = 'running' AND NEW.locked_until > OLD.locked_until THEN
-          PERFORM pg_terminate_backend(pg_backend_pid());
-          PERFORM pg_sleep(5);
-        END IF;
-        RETURN NEW;
-      END $$`);
-    await t.sql(`CREATE TRIGGER drop_heartbeats BEFORE UPDATE ON ${t.schema}.jobs FOR EACH ROW EXECUTE FUNCTION ${t.schema}.drop_heartbeats()`);
+    await t.dropHeartbeats();
     const { id: long } = await t.errand.enqueue("polite", { ms: 30_000 }, { maxAttempts: 1, priority: 1 });
     const buffered = await t.errand.enqueueMany(Array.from({ length: 4 }, () => ({ kind: "record", payload: { ms: 0 }, maxAttempts: 1 })));
     const worker = t.worker("w", ["--concurrency", "1", "--prefetch", "4", "--lease", "2", "--rescue-interval", "0.2", "--poll-interval", "0.2"]);
