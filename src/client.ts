@@ -26,6 +26,7 @@ import { Alerter, type AlerterOptions } from "./observe/alerts.js";
 import { tableIncidents } from "./observe/incidents.js";
 import { type QueueStats, readStats } from "./observe/stats.js";
 import { traceEnqueue } from "./observe/tracing.js";
+import { type Batch, type BatchMember, type BatchResult, type BatchSpec, type ListBatchesOptions, createBatch, listBatchMembers, listBatches, readBatch } from "./batches.js";
 
 /** @deprecated The same type as {@link Queryable}, under its former name. */
 export type SqlClient = Queryable;
@@ -188,6 +189,40 @@ export class Errand<Jobs extends JobMap<Jobs> = UntypedJobs> {
   /** Enqueues many jobs in one statement (one round trip). Results are in input order; an error names the job (`jobs[3].payload.…`). */
   enqueueMany(specs: readonly JobSpec<Jobs>[], options: { readonly db?: Queryable | undefined } = {}): Promise<EnqueueResult[]> {
     return traceEnqueue(specs, () => enqueueJobs(this.#enqueue, specs, { db: options?.db }));
+  }
+
+  /**
+   * Enqueues a batch: its member jobs and, once every member has finished (done, dead or
+   * cancelled), the `then` job, enqueued exactly once by the database with the outcome in
+   * its payload's `batch` ({@link BatchSummary}). The batch and its members are written by
+   * one statement, on `db` when given: all or nothing.
+   *
+   * @example
+   * ```ts
+   * const { batchId } = await errand.batch({
+   *   jobs: imageIds.map((imageId) => ({ kind: "resize", payload: { imageId } })),
+   *   then: { kind: "album_ready", payload: { albumId: 7 } },
+   * });
+   * ```
+   */
+  batch(spec: BatchSpec<Jobs>, options: { readonly db?: Queryable | undefined } = {}): Promise<BatchResult> {
+    const members: readonly { readonly kind: string }[] = Array.isArray(spec?.jobs) ? spec.jobs : [];
+    return traceEnqueue(members, () => createBatch(this.#enqueue, spec as BatchSpec, options?.db));
+  }
+
+  /** A batch's counts, failed member ids and callback job, or `null` for an unknown id. */
+  getBatch(id: string | number): Promise<Batch | null> {
+    return readBatch(this.driver, this.schema, id);
+  }
+
+  /** Batches, newest first; `status` picks open or finished ones, `beforeId` pages. */
+  listBatches(options: ListBatchesOptions = {}): Promise<Batch[]> {
+    return listBatches(this.driver, this.schema, options);
+  }
+
+  /** A batch's members by id (page with `afterId`); a NotFoundError for an unknown batch. */
+  batchMembers(id: string | number, options: { readonly afterId?: string | number; readonly limit?: number } = {}): Promise<BatchMember[]> {
+    return listBatchMembers(this.driver, this.schema, id, options);
   }
 
   /**

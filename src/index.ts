@@ -32,6 +32,7 @@ export {
 } from "./jobs.js";
 export { ErrandError, type ErrandErrorCode, ValidationError, NotFoundError, PermanentError, UnknownKindError, permanent } from "./errors.js";
 export type { Job, JobStatus, JobError } from "./job.js";
+export type { Batch, BatchMember, BatchResult, BatchSpec, BatchJobSpec, BatchCallbackSpec, BatchCallbackKind, BatchCallbackOptions, BatchCallbackPayload, BatchSummary, ListBatchesOptions } from "./batches.js";
 export type { WaitOptions } from "./wait.js";
 export type { KindOptions } from "./options.js";
 export { defineConfig, kindsOf, handlersOf, type ErrandConfig, type KindConfig, type WorkerConfig } from "./config.js";

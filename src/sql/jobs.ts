@@ -32,7 +32,7 @@ export const queriesFor = memoisePerSchema((schema): Queries => build(qualified(
 /** Columns returned for a job everywhere a whole job is returned. */
 const jobColumns = `j.id, j.kind, j.payload, j.status, j.priority, j.attempts, j.max_attempts, j.run_at,
   j.locked_until, j.locked_by, j.last_error, j.errors, j.retry, j.dedupe_key, j.created_at, j.started_at, j.finished_at,
-  j.checkpoint::text AS checkpoint, j.result, j.progress`;
+  j.checkpoint::text AS checkpoint, j.result, j.progress, j.batch_id`;
 
 /**
  * The enqueue statements' input rows: $1 is a JSON array of jobs, one object per job
@@ -41,7 +41,7 @@ const jobColumns = `j.id, j.kind, j.payload, j.status, j.priority, j.attempts, j
  * payload too, hence the coalesce). Columns: ord (input order), kind, payload, run_at
  * (the given time, else now() + delay_ms), max_attempts, priority, dedupe_key, retry, timeout_ms.
  */
-const jobInput = `(SELECT t.ord, t.kind, coalesce(t.payload, 'null') AS payload,
+export const jobInput = `(SELECT t.ord, t.kind, coalesce(t.payload, 'null') AS payload,
                coalesce(t.run_at, now() + coalesce(t.delay_ms, 0) * interval '1 millisecond') AS run_at,
                t.max_attempts, t.priority, t.dedupe_key, t.retry, t.timeout_ms
         FROM ROWS FROM (jsonb_to_recordset($1::jsonb) AS (kind text, payload jsonb, run_at timestamptz, delay_ms float8,
