@@ -9,7 +9,7 @@ import type { Driver, Queryable, Statement } from "./driver/types.js";
 import { type EnqueueOptions, type EnqueueTarget, type JobSpec, encodeJobs, maxKindLength } from "./enqueue.js";
 import { NotFoundError, ValidationError } from "./errors.js";
 import { type ByKind, type Kind, type PayloadField, type UntypedJobs, validatePayloads } from "./jobs.js";
-import { type Json, serialisePayload } from "./payload.js";
+import type { Json } from "./payload.js";
 import { toDate } from "./job.js";
 import { batchQueriesFor } from "./sql/batches.js";
 import { checkId, checkKeys, checkText, integerIn } from "./validate.js";
@@ -168,10 +168,9 @@ async function checkCallback(target: EnqueueTarget, then: unknown, total: number
     const { batch: _, ...rest } = output as Record<string, unknown>;
     payload = rest;
   }
-  // Checked against the payload limit with room for nothing else: the outcome is added by the database.
-  serialisePayload(payload, target.maxPayloadBytes, "then.payload");
   try {
-    const { json } = encodeJobs([{ ...(then as JobSpec), kind, payload: payload }], target.kinds, target.maxPayloadBytes, true);
+    // Held to maxPayloadBytes as given: the outcome the database adds is not counted.
+    const { json } = encodeJobs([{ ...(then as JobSpec), kind, payload }], target.kinds, target.maxPayloadBytes, true);
     return json.slice(1, -1);
   } catch (error) {
     // encodeJobs names a lone job's fields bare (`priority`): they are the callback's.
