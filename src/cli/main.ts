@@ -2,6 +2,7 @@ import { Command, CommanderError, InvalidArgumentError } from "commander";
 import { createRequire } from "node:module";
 import { ValidationError } from "../errors.js";
 import { closeOpened } from "./common.js";
+import * as batches from "./batches.js";
 import * as cancel from "./cancel.js";
 import * as dashboard from "./dashboard.js";
 import * as dead from "./dead.js";
@@ -18,7 +19,7 @@ import * as worker from "./worker.js";
 const { version } = createRequire(import.meta.url)("../../package.json") as { version: string };
 
 // One file per command; each exports register(program).
-const commands = [migrate, worker, enqueue, cancel, dead, demo, dashboard, schedules, stats, purge, plan, metrics];
+const commands = [migrate, worker, enqueue, cancel, batches, dead, demo, dashboard, schedules, stats, purge, plan, metrics];
 
 const program = new Command("errand")
   .description("background jobs on PostgreSQL (or the embedded PGlite database)")
