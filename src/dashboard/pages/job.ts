@@ -24,6 +24,7 @@ ${actions}
 <dt>Status</dt><dd>${job.status}</dd>
 <dt>Attempts</dt><dd>${job.attempts} of ${job.maxAttempts}</dd>
 <dt>Priority</dt><dd>${job.priority}</dd>
+${job.batchId === null ? "" : html`<dt>Batch</dt><dd><a href="${href(ctx, `/batches/${job.batchId}`)}">batch ${job.batchId}</a></dd>`}
 <dt>Dedupe key</dt><dd>${job.dedupeKey ?? html`<span class="muted">none</span>`}</dd>
 <dt>Created</dt><dd>${time(job.createdAt)}</dd>
 <dt>Run at</dt><dd>${time(job.runAt)}${job.status === "ready" && !isInfinite(job.runAt) ? html` <span class="muted">(${job.runAt > now ? `in ${duration(seconds(now, job.runAt))}` : `due ${duration(seconds(job.runAt, now))} ago`})</span>` : ""}</dd>
