@@ -11,6 +11,7 @@ DECLARE
   b "errand".batches;
   failed bigint[];
   callback_id bigint;
+  insert_error text;
 BEGIN
   UPDATE "errand".batches
   SET remaining = remaining - (was_open AND NOT is_open)::int + (NOT was_open AND is_open)::int,
@@ -23,15 +24,24 @@ BEGIN
     -- Every other member's finish committed before this transaction got the row's lock.
     failed := ARRAY(SELECT j.id FROM "errand".jobs j
                     WHERE j.batch_id = b.id AND j.status IN ('dead', 'cancelled') ORDER BY j.id);
-    INSERT INTO "errand".jobs (kind, payload, max_attempts, priority, retry, timeout_ms)
-    SELECT c.kind,
-           coalesce(c.payload, '{}') || jsonb_build_object('batch', jsonb_build_object(
-             'id', b.id::text, 'total', b.total, 'done', b.done, 'dead', b.dead, 'cancelled', b.cancelled,
-             'failedIds', to_jsonb(failed::text[]))),
-           coalesce(c.max_attempts, 8), coalesce(c.priority, 0), c.retry, c.timeout_ms
-    FROM jsonb_to_record(b.callback) AS c(kind text, payload jsonb, max_attempts int, priority int, retry jsonb, timeout_ms int)
-    RETURNING id INTO callback_id;
-    UPDATE "errand".batches SET finished_at = now(), failed_ids = failed, callback_job_id = callback_id WHERE id = b.id;
+    -- A callback that cannot be inserted (its row edited by hand into something the jobs
+    -- table refuses) is recorded in callback_error instead of failing the member's
+    -- statement: one bad batch row must not stop the outcomes written with it.
+    BEGIN
+      INSERT INTO "errand".jobs (kind, payload, max_attempts, priority, retry, timeout_ms)
+      SELECT c.kind,
+             coalesce(c.payload, '{}') || jsonb_build_object('batch', jsonb_build_object(
+               'id', b.id::text, 'total', b.total, 'done', b.done, 'dead', b.dead, 'cancelled', b.cancelled,
+               'failedIds', to_jsonb(failed::text[]))),
+             coalesce(c.max_attempts, 8), coalesce(c.priority, 0), c.retry, c.timeout_ms
+      FROM jsonb_to_record(b.callback) AS c(kind text, payload jsonb, max_attempts int, priority int, retry jsonb, timeout_ms int)
+      RETURNING id INTO callback_id;
+    EXCEPTION WHEN data_exception OR integrity_constraint_violation THEN
+      insert_error := SQLERRM;
+    END;
+    UPDATE "errand".batches
+    SET finished_at = now(), failed_ids = failed, callback_job_id = callback_id, callback_error = insert_error
+    WHERE id = b.id;
   END IF;
   RETURN NULL;
 END;
@@ -84,6 +94,7 @@ CREATE TABLE errand.batches (
     callback jsonb NOT NULL,
     failed_ids bigint[],
     callback_job_id bigint,
+    callback_error text,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     finished_at timestamp with time zone,
     CONSTRAINT batches_callback_check CHECK ((jsonb_typeof(callback) = 'object'::text)),

@@ -93,6 +93,11 @@ export interface Batch {
   readonly callback: { readonly kind: string; readonly payload: Json };
   /** The callback job, once the batch finished. */
   readonly callbackJobId: string | null;
+  /**
+   * Why the callback could not be inserted when the batch finished (its batch row was edited
+   * into something the jobs table refuses), or null. The members' outcomes were written.
+   */
+  readonly callbackError: string | null;
   readonly createdAt: Date;
   readonly finishedAt: Date | null;
 }
@@ -188,6 +193,7 @@ interface BatchRow {
   cancelled: number;
   callback: unknown;
   callback_job_id: string | number | null;
+  callback_error: string | null;
   created_at: Date | string;
   finished_at: Date | string | null;
   failed_ids: (string | number)[];
@@ -206,6 +212,7 @@ function toBatch(row: BatchRow): Batch {
     failedIds: row.failed_ids.map(String),
     callback: { kind: callback.kind, payload: callback.payload },
     callbackJobId: row.callback_job_id === null ? null : String(row.callback_job_id),
+    callbackError: row.callback_error,
     createdAt: toDate(row.created_at),
     finishedAt: row.finished_at === null ? null : toDate(row.finished_at),
   };

@@ -15,7 +15,7 @@ export const batchQueriesFor = memoisePerSchema((schema): BatchQueries => build(
 
 /** A batch's columns as every statement here returns them; failed_ids are the live ones until it finishes. */
 function batchColumns(s: string): string {
-  return `b.id, b.total, b.remaining, b.done, b.dead, b.cancelled, b.callback, b.callback_job_id, b.created_at, b.finished_at,
+  return `b.id, b.total, b.remaining, b.done, b.dead, b.cancelled, b.callback, b.callback_job_id, b.callback_error, b.created_at, b.finished_at,
          coalesce(b.failed_ids, ARRAY(SELECT j.id FROM ${s}.jobs j
                                       WHERE j.batch_id = b.id AND j.status IN ('dead', 'cancelled') ORDER BY j.id))::text[] AS failed_ids`;
 }

@@ -106,6 +106,15 @@ describe("errand.batch", () => {
     expect(await callbacks()).toHaveLength(1);
   });
 
+  it("a callback the jobs table refuses (its batch row edited by hand) is recorded on the batch; the member's outcome is written", async () => {
+    const { batchId, jobIds } = await t.errand.batch({ jobs: [{ kind: "work", payload: {} }], then: { kind: "report" } });
+    await t.sql(`UPDATE ${t.schema}.batches SET callback = jsonb_set(callback, '{max_attempts}', '0') WHERE id = $1`, [batchId]);
+    await t.errand.worker({ handlers: { work: () => {} } }).runOnce();
+    expect((await t.errand.getJob(jobIds[0]!))?.status).toBe("done");
+    expect(await t.errand.getBatch(batchId)).toMatchObject({ status: "finished", done: 1, callbackJobId: null, callbackError: expect.stringMatching(/jobs_max_attempts_check/) });
+    expect(await callbacks()).toEqual([]);
+  });
+
   it("joins the caller's transaction: rolled back, neither the batch nor a member exists", async () => {
     await t.inTransaction((db) => t.errand.batch({ jobs: [{ kind: "work", payload: {} }], then: { kind: "report" } }, { db }), false);
     expect([await count("batches"), await count("jobs")]).toEqual([0, 0]);
