@@ -194,7 +194,7 @@ export class Errand<Jobs extends JobMap<Jobs> = UntypedJobs> {
   /**
    * Enqueues a batch: its member jobs and, once every member has finished (done, dead or
    * cancelled), the `then` job, enqueued exactly once by the database with the outcome in
-   * its payload's `batch` ({@link BatchSummary}). The batch and its members are written by
+   * its payload's `batch` (a `BatchSummary`). The batch and its members are written by
    * one statement, on `db` when given: all or nothing.
    *
    * @example

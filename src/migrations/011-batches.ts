@@ -85,6 +85,10 @@ END;
 $$;
 
 -- Jobs without a batch pay for the WHEN test only, and only in statements that set status.
+-- A statement finishing members of several batches locks their rows in the order it
+-- updates the members; two such statements taking two batches in opposite orders can
+-- deadlock, and PostgreSQL then aborts one of them, which the worker's completer retries
+-- (a deadlock is not a row error, see isRowError).
 CREATE TRIGGER jobs_batch_member AFTER UPDATE OF status ON {{schema}}.jobs
   FOR EACH ROW
   WHEN (NEW.batch_id IS NOT NULL AND OLD.status IS DISTINCT FROM NEW.status
