@@ -49,7 +49,7 @@ export function encodeDedupe(dedupe: unknown, field: string, hasKey: boolean): s
     return dedupe === "retained" ? "" : `,"dedupe_mode":"${dedupe}"`;
   }
   if (typeof dedupe !== "object" || dedupe === null || Array.isArray(dedupe)) {
-    throw new ValidationError(field, `must be "retained", "active", "queued", "replace" or { ttlMs } (got ${typeof dedupe === "object" ? JSON.stringify(dedupe) : String(dedupe)})`);
+    throw new ValidationError(field, `must be "retained", "active", "queued", "replace" or { ttlMs } (got ${typeof dedupe === "number" || typeof dedupe === "boolean" ? String(dedupe) : Array.isArray(dedupe) ? "an array" : typeof dedupe})`);
   }
   checkKeys(dedupe, field, ["ttlMs"]);
   const ttl = (dedupe as { ttlMs?: unknown }).ttlMs;
