@@ -116,12 +116,13 @@ function build(s: string, channel: string, waitChannel: string): Queries {
      * - released: a job that carries one of the keys but no longer holds it (its mode's
      *   states or ttl are over, see holdsKey) gives the key up (dedupe_key = NULL). This
      *   is the only place a key is released: the workers' statements never touch it.
-     * - candidate: one row per key, so a batch with a key twice inserts one job: the last
-     *   'replace' row of the key if it has one (the latest payload wins), else the first.
-     *   It reads released first, so the inserts below see the keys given up.
-     * - inserted: ON CONFLICT (dedupe_key) DO NOTHING: a key still held is a duplicate.
-     * - replaced: 'replace' rows: ON CONFLICT DO UPDATE the holder with the new payload
-     *   and options while it is ready (not yet claimed); a running holder is left alone.
+     * - inserted: ON CONFLICT (dedupe_key) DO NOTHING: a key still held is a duplicate, and
+     *   a key twice in the batch makes one job, the first row's. It reads released first
+     *   (the count), so that it sees the keys given up.
+     * - replaced: a key with 'replace' rows makes one row: the first one's id with the last
+     *   one's payload and options (the latest wins). ON CONFLICT DO UPDATE the holder with
+     *   them while it is ready (not yet claimed); a running holder is left alone. Rows of
+     *   other modes with that key in the batch are its duplicates.
      * A duplicate returns the holder's id when this snapshot sees it holding the key (else
      * null: the caller looks it up again, see findByDedupeKeys). The sequence is looked up
      * once per statement. The jobs arrive as one JSON array (one value to send and to
@@ -142,21 +143,21 @@ function build(s: string, channel: string, waitChannel: string): Queries {
         UPDATE ${jobs} j SET dedupe_key = NULL
         WHERE j.dedupe_key = ANY(ARRAY(SELECT dedupe_key FROM input WHERE dedupe_key IS NOT NULL)) AND NOT ${holdsKey("j")}
         RETURNING j.id
-      ), candidate AS (
-        SELECT DISTINCT ON (dedupe_key) * FROM input
-        WHERE dedupe_key IS NOT NULL AND (SELECT count(*) FROM released) >= 0
-        ORDER BY dedupe_key, dedupe_mode IS NOT DISTINCT FROM 'replace' DESC,
-                 CASE WHEN dedupe_mode = 'replace' THEN -ord ELSE ord END
+      ), replacing AS (
+        SELECT dedupe_key, min(id) AS id, max(ord) AS last FROM input
+        WHERE dedupe_mode = 'replace' AND (SELECT count(*) FROM released) >= 0
+        GROUP BY dedupe_key
       ), inserted AS (
         INSERT INTO ${jobs} (id, kind, payload, run_at, max_attempts, priority, dedupe_key, retry, timeout_ms, dedupe_mode, dedupe_until)
         SELECT id, kind, payload, run_at, max_attempts, priority, dedupe_key, retry, timeout_ms, dedupe_mode, dedupe_until
-        FROM candidate WHERE dedupe_mode IS DISTINCT FROM 'replace' ORDER BY ord
+        FROM input WHERE dedupe_key IS NOT NULL AND (SELECT count(*) FROM released) >= 0
+          AND dedupe_key <> ALL(ARRAY(SELECT dedupe_key FROM replacing)) ORDER BY ord
         ON CONFLICT (dedupe_key) DO NOTHING
         RETURNING id, dedupe_key
       ), replaced AS (
         INSERT INTO ${jobs} AS j (id, kind, payload, run_at, max_attempts, priority, dedupe_key, retry, timeout_ms, dedupe_mode, dedupe_until)
-        SELECT id, kind, payload, run_at, max_attempts, priority, dedupe_key, retry, timeout_ms, dedupe_mode, dedupe_until
-        FROM candidate WHERE dedupe_mode = 'replace' ORDER BY ord
+        SELECT r.id, i.kind, i.payload, i.run_at, i.max_attempts, i.priority, i.dedupe_key, i.retry, i.timeout_ms, i.dedupe_mode, i.dedupe_until
+        FROM replacing r JOIN input i ON i.ord = r.last ORDER BY r.id
         ON CONFLICT (dedupe_key) DO UPDATE
         SET kind = excluded.kind, payload = excluded.payload, run_at = excluded.run_at, max_attempts = excluded.max_attempts,
             priority = excluded.priority, retry = excluded.retry, timeout_ms = excluded.timeout_ms,
@@ -165,22 +166,15 @@ function build(s: string, channel: string, waitChannel: string): Queries {
         RETURNING j.id, j.dedupe_key
       ), written AS (
         SELECT id, dedupe_key FROM inserted UNION ALL SELECT id, dedupe_key FROM replaced
-      ), resolved AS (
-        SELECT input.ord, input.id AS own, input.dedupe_key IS NULL AS unkeyed, c.id AS candidate, w.id AS written,
-               input.ord = min(input.ord) OVER (PARTITION BY input.dedupe_key) AS first, input.dedupe_key,
-               input.dedupe_mode IS NOT DISTINCT FROM 'replace' AS replacing
-        FROM input
-        LEFT JOIN candidate c ON c.dedupe_key = input.dedupe_key
-        LEFT JOIN written w ON w.dedupe_key = input.dedupe_key
       )
-      SELECT array_agg(CASE WHEN r.unkeyed THEN r.own
-                            ELSE coalesce(r.written, (SELECT j.id FROM ${jobs} j
-                                                      WHERE j.dedupe_key = r.dedupe_key AND ${holdsKey("j")}
-                                                        AND j.id <> ALL(ARRAY(SELECT id FROM released)))) END
-                       ORDER BY r.ord) AS ids,
-             array_agg(NOT r.unkeyed AND NOT (r.written IS NOT DISTINCT FROM r.candidate AND r.first) ORDER BY r.ord) AS duplicates,
-             array_agg(r.replacing AND r.written IS NOT NULL AND r.written <> r.candidate ORDER BY r.ord) AS replaced
-      FROM resolved r`),
+      SELECT array_agg(CASE WHEN input.dedupe_key IS NULL THEN input.id
+                            ELSE coalesce(w.id, (SELECT j.id FROM ${jobs} j
+                                                 WHERE j.dedupe_key = input.dedupe_key AND ${holdsKey("j")}
+                                                   AND j.id <> ALL(ARRAY(SELECT id FROM released)))) END
+                       ORDER BY input.ord) AS ids,
+             array_agg(input.dedupe_key IS NOT NULL AND w.id IS DISTINCT FROM input.id ORDER BY input.ord) AS duplicates,
+             array_agg(input.dedupe_mode IS NOT DISTINCT FROM 'replace' AND w.id <> input.id ORDER BY input.ord) AS replaced
+      FROM input LEFT JOIN written w ON w.dedupe_key = input.dedupe_key`),
 
     /*
      * enqueuePlain — enqueue for a batch with no dedupe key (the common case): nothing can
