@@ -7,5 +7,5 @@ import type { Migration } from "./migration.js";
 export const migration: Migration = {
   version: 11,
   name: "placeholder-batches",
-  sql: "SELECT 1;",
+  sql: "SELECT FROM {{schema}}.jobs WHERE false;",
 };
