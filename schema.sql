@@ -140,6 +140,8 @@ CREATE TABLE errand.jobs (
     result jsonb,
     progress jsonb,
     batch_id bigint,
+    dedupe_mode text,
+    dedupe_until timestamp with time zone,
     CONSTRAINT jobs_attempts_check CHECK ((attempts >= 0)),
     CONSTRAINT jobs_kind_check CHECK ((kind <> ''::text)),
     CONSTRAINT jobs_max_attempts_check CHECK ((max_attempts >= 1)),
@@ -224,6 +226,9 @@ ALTER TABLE ONLY errand.done_counts
 
 ALTER TABLE ONLY errand.jobs
     ADD CONSTRAINT jobs_dedupe_key_key UNIQUE (dedupe_key);
+
+ALTER TABLE errand.jobs
+    ADD CONSTRAINT jobs_dedupe_mode_check CHECK ((dedupe_mode = ANY (ARRAY['queued'::text, 'active'::text, 'replace'::text, 'ttl'::text]))) NOT VALID;
 
 ALTER TABLE errand.jobs
     ADD CONSTRAINT jobs_errors_array CHECK ((jsonb_typeof(errors) = 'array'::text)) NOT VALID;

@@ -6,6 +6,7 @@
  * @module
  */
 export { Errand, type ErrandOptions, type EnqueueOptions, type EnqueueResult, type JobSpec, type DeadSelector, type DeadLetters, type TypedWorkerOptions, type SqlClient } from "./client.js";
+export type { DedupeMode } from "./dedupe.js";
 export {
   defineJobs,
   json,

@@ -39,14 +39,18 @@ const jobColumns = `j.id, j.kind, j.payload, j.status, j.priority, j.attempts, j
  * keyed by column — see EncodedJobs in src/enqueue.ts, which writes them. The record
  * definition names and types each field once; absent fields are null (a JSON null
  * payload too, hence the coalesce). Columns: ord (input order), kind, payload, run_at
- * (the given time, else now() + delay_ms), max_attempts, priority, dedupe_key, retry, timeout_ms.
+ * (the given time, else now() + delay_ms), max_attempts, priority, dedupe_key, retry, timeout_ms,
+ * dedupe_mode and dedupe_until (now() + dedupe_ttl_ms; see src/dedupe.ts).
  */
 export const jobInput = `(SELECT t.ord, t.kind, coalesce(t.payload, 'null') AS payload,
                coalesce(t.run_at, now() + coalesce(t.delay_ms, 0) * interval '1 millisecond') AS run_at,
-               t.max_attempts, t.priority, t.dedupe_key, t.retry, t.timeout_ms
+               t.max_attempts, t.priority, t.dedupe_key, t.retry, t.timeout_ms,
+               t.dedupe_mode, now() + t.dedupe_ttl_ms * interval '1 millisecond' AS dedupe_until
         FROM ROWS FROM (jsonb_to_recordset($1::jsonb) AS (kind text, payload jsonb, run_at timestamptz, delay_ms float8,
-                                                         max_attempts int, priority int, dedupe_key text, retry jsonb, timeout_ms int))
-             WITH ORDINALITY AS t(kind, payload, run_at, delay_ms, max_attempts, priority, dedupe_key, retry, timeout_ms, ord))`;
+                                                         max_attempts int, priority int, dedupe_key text, retry jsonb, timeout_ms int,
+                                                         dedupe_mode text, dedupe_ttl_ms float8))
+             WITH ORDINALITY AS t(kind, payload, run_at, delay_ms, max_attempts, priority, dedupe_key, retry, timeout_ms,
+                                  dedupe_mode, dedupe_ttl_ms, ord))`;
 
 /**
  * The attempt a held row is on. A claim charges an attempt only to the rows whose handlers
@@ -66,6 +70,18 @@ function appendError(entry: string): string {
   return `(CASE WHEN jsonb_typeof(j.errors) IS DISTINCT FROM 'array' THEN '[]'::jsonb
                 WHEN jsonb_array_length(j.errors) >= 25 THEN j.errors - 0 ELSE j.errors END)
                || jsonb_build_array(${entry})`;
+}
+
+/**
+ * Whether job `j` still holds its dedupe key, by the mode it was enqueued with (see
+ * migration 012): NULL ('retained', and rows written by plain SQL) while the row exists,
+ * 'queued' and 'replace' while ready, 'active' while ready or running, 'ttl' until
+ * dedupe_until. An unknown mode (a hand edit) holds, as before modes existed.
+ */
+function holdsKey(j: string): string {
+  return `(CASE ${j}.dedupe_mode WHEN 'queued' THEN ${j}.status = 'ready' WHEN 'replace' THEN ${j}.status = 'ready'
+                WHEN 'active' THEN ${j}.status IN ('ready', 'running')
+                WHEN 'ttl' THEN ${j}.dedupe_until IS NULL OR ${j}.dedupe_until > now() ELSE true END)`;
 }
 
 /** Times a rescuer may return a reserved row whose lease expired before it is charged anyway. */
@@ -94,16 +110,26 @@ function build(s: string, channel: string, waitChannel: string): Queries {
   return {
     /*
      * enqueue — inserts n jobs in one statement. Ids are drawn first so each input row
-     * can be matched to its job; a row whose dedupe_key exists is not inserted
-     * (ON CONFLICT DO NOTHING) and returns the existing id when this snapshot sees it
-     * (else null: the caller looks it up again, see findByDedupeKeys). The sequence is
-     * looked up once per statement. Rows without a dedupe key (they cannot conflict) go
-     * in by a plain INSERT: ON CONFLICT makes every row a speculative insertion, ~10 %
-     * of a bulk enqueue. The jobs arrive as one JSON array (one value to send and to
+     * can be matched to its job. Rows without a dedupe key (they cannot conflict) go in
+     * by a plain INSERT: ON CONFLICT makes every row a speculative insertion, ~10 % of a
+     * bulk enqueue. For the keyed rows:
+     * - released: a job that carries one of the keys but no longer holds it (its mode's
+     *   states or ttl are over, see holdsKey) gives the key up (dedupe_key = NULL). This
+     *   is the only place a key is released: the workers' statements never touch it.
+     * - inserted: ON CONFLICT (dedupe_key) DO NOTHING: a key still held is a duplicate, and
+     *   a key twice in the batch makes one job, the first row's. It reads released first
+     *   (the count), so that it sees the keys given up.
+     * - replaced: a key with 'replace' rows makes one row: the first one's id with the last
+     *   one's payload and options (the latest wins). ON CONFLICT DO UPDATE the holder with
+     *   them while it is ready (not yet claimed); a running holder is left alone. Rows of
+     *   other modes with that key in the batch are its duplicates.
+     * A duplicate returns the holder's id when this snapshot sees it holding the key (else
+     * null: the caller looks it up again, see findByDedupeKeys). The sequence is looked up
+     * once per statement. The jobs arrive as one JSON array (one value to send and to
      * parse; payloads stay jsonb, not re-parsed from text):
      * $1 a JSON array of jobs (see jobInput)
-     * one row: ids (in input order; null where a duplicate's job was not visible), duplicates
-     * (one row of two arrays: 1,000 rows cost the client more to read than the insert)
+     * one row: ids (in input order; null where a duplicate's job was not visible), duplicates,
+     * replaced (one row of arrays: 1,000 rows cost the client more to read than the insert)
      */
     enqueue: statement(`
       WITH input AS (
@@ -113,19 +139,42 @@ function build(s: string, channel: string, waitChannel: string): Queries {
         INSERT INTO ${jobs} (id, kind, payload, run_at, max_attempts, priority, retry, timeout_ms)
         SELECT id, kind, payload, run_at, max_attempts, priority, retry, timeout_ms
         FROM input WHERE dedupe_key IS NULL ORDER BY ord
+      ), released AS (
+        UPDATE ${jobs} j SET dedupe_key = NULL
+        WHERE j.dedupe_key = ANY(ARRAY(SELECT dedupe_key FROM input WHERE dedupe_key IS NOT NULL)) AND NOT ${holdsKey("j")}
+        RETURNING j.id
+      ), replacing AS (
+        SELECT dedupe_key, min(id) AS id, max(ord) AS last FROM input
+        WHERE dedupe_mode = 'replace' AND (SELECT count(*) FROM released) >= 0
+        GROUP BY dedupe_key
       ), inserted AS (
-        INSERT INTO ${jobs} (id, kind, payload, run_at, max_attempts, priority, dedupe_key, retry, timeout_ms)
-        SELECT id, kind, payload, run_at, max_attempts, priority, dedupe_key, retry, timeout_ms
-        FROM input WHERE dedupe_key IS NOT NULL ORDER BY ord
+        INSERT INTO ${jobs} (id, kind, payload, run_at, max_attempts, priority, dedupe_key, retry, timeout_ms, dedupe_mode, dedupe_until)
+        SELECT id, kind, payload, run_at, max_attempts, priority, dedupe_key, retry, timeout_ms, dedupe_mode, dedupe_until
+        FROM input WHERE dedupe_key IS NOT NULL AND (SELECT count(*) FROM released) >= 0
+          AND dedupe_key <> ALL(ARRAY(SELECT dedupe_key FROM replacing)) ORDER BY ord
         ON CONFLICT (dedupe_key) DO NOTHING
         RETURNING id, dedupe_key
+      ), replaced AS (
+        INSERT INTO ${jobs} AS j (id, kind, payload, run_at, max_attempts, priority, dedupe_key, retry, timeout_ms, dedupe_mode, dedupe_until)
+        SELECT r.id, i.kind, i.payload, i.run_at, i.max_attempts, i.priority, i.dedupe_key, i.retry, i.timeout_ms, i.dedupe_mode, i.dedupe_until
+        FROM replacing r JOIN input i ON i.ord = r.last ORDER BY r.id
+        ON CONFLICT (dedupe_key) DO UPDATE
+        SET kind = excluded.kind, payload = excluded.payload, run_at = excluded.run_at, max_attempts = excluded.max_attempts,
+            priority = excluded.priority, retry = excluded.retry, timeout_ms = excluded.timeout_ms,
+            dedupe_mode = excluded.dedupe_mode, dedupe_until = excluded.dedupe_until
+        WHERE j.status = 'ready'
+        RETURNING j.id, j.dedupe_key
+      ), written AS (
+        SELECT id, dedupe_key FROM inserted UNION ALL SELECT id, dedupe_key FROM replaced
       )
-      SELECT array_agg(CASE WHEN input.dedupe_key IS NULL OR input.id IN (SELECT id FROM inserted) THEN input.id
-                            ELSE coalesce((SELECT i.id FROM inserted i WHERE i.dedupe_key = input.dedupe_key),
-                                          (SELECT j.id FROM ${jobs} j WHERE j.dedupe_key = input.dedupe_key)) END
+      SELECT array_agg(CASE WHEN input.dedupe_key IS NULL THEN input.id
+                            ELSE coalesce(w.id, (SELECT j.id FROM ${jobs} j
+                                                 WHERE j.dedupe_key = input.dedupe_key AND ${holdsKey("j")}
+                                                   AND j.id <> ALL(ARRAY(SELECT id FROM released)))) END
                        ORDER BY input.ord) AS ids,
-             array_agg(input.dedupe_key IS NOT NULL AND input.id NOT IN (SELECT id FROM inserted) ORDER BY input.ord) AS duplicates
-      FROM input`),
+             array_agg(input.dedupe_key IS NOT NULL AND w.id IS DISTINCT FROM input.id ORDER BY input.ord) AS duplicates,
+             array_agg(input.dedupe_mode IS NOT DISTINCT FROM 'replace' AND w.id <> input.id ORDER BY input.ord) AS replaced
+      FROM input LEFT JOIN written w ON w.dedupe_key = input.dedupe_key`),
 
     /*
      * enqueuePlain — enqueue for a batch with no dedupe key (the common case): nothing can
