@@ -1,6 +1,7 @@
 // errand, imported from the build (../../dist), against the bench PostgreSQL.
 import { Errand } from "../../dist/index.js";
 import { dropSchema, pgUrl, withPg } from "../lib/common.js";
+import { knobsFor } from "../lib/peer-settings.js";
 
 /**
  * Worker settings per mode. "best" is the fastest found (BENCH_ERRAND_BEST / _DEFAULT,
@@ -33,7 +34,7 @@ export function create(ns) {
     async startWorker(mode, onJobs) {
       const client = await open(false);
       const worker = client.worker({
-        ...settings[mode],
+        ...knobsFor(settings, mode),
         handlers: { bench: async (payload) => void onJobs([payload]) },
         onEvent: (event) => {
           if (event.type === "error") console.error("errand worker error", event.during, event.error);
@@ -43,7 +44,7 @@ export function create(ns) {
       return { stop: () => worker.stop({ timeout: 5_000 }) };
     },
     async completed() {
-      return withPg(async (c) => Number((await c.query(`SELECT count(*) FROM "${ns}".jobs WHERE status = 'done'`)).rows[0].count));
+      return withPg(async (c) => Number((await c.query(`SELECT count(*) FROM "${ns}".jobs WHERE status = 'done' AND kind = 'bench'`)).rows[0].count));
     },
     async close() {
       await errand?.close();
