@@ -58,11 +58,17 @@ export async function processJobs(system, ns, { count, capMs, mode, workers = 1,
   const handled = results.reduce((s, r) => s + r.count, 0);
   const first = Math.min(...results.map((r) => r.first ?? Infinity));
   const last = Math.max(...results.map((r) => r.last ?? -Infinity));
-  const completed = await verify(adapter, handled, count, `${system} ${mode}`);
-  if (!keep) await adapter.teardown();
-  await adapter.close();
   // Rate between the first and the last handler call, so start-up cost is not counted.
   const value = handled > 1 ? ((handled - 1) / (last - first)) * 1000 : handled / (capMs / 1000);
+  let completed;
+  try {
+    completed = await verify(adapter, handled, count, `${system} ${mode}`);
+  } catch (error) {
+    error.rate = value; // the sweep keeps a peer's rate and notes its lost completions
+    throw error;
+  }
+  if (!keep) await adapter.teardown();
+  await adapter.close();
   return { value, handled, completed, reached, maxRssMB: Math.max(...results.map((r) => r.maxRssMB)), stopMs: Math.max(...results.map((r) => r.stopMs)) };
 }
 
