@@ -69,7 +69,9 @@ export async function processJobs(system, ns, { count, capMs, mode, workers = 1,
   }
   if (!keep) await adapter.teardown();
   await adapter.close();
-  return { value, handled, completed, reached, maxRssMB: Math.max(...results.map((r) => r.maxRssMB)), stopMs: Math.max(...results.map((r) => r.stopMs)) };
+  // Node CPU per handled job, in µs: less sensitive to a loaded machine than the rate.
+  const cpuUsPerJob = (results.reduce((s, r) => s + (r.cpuMs ?? 0), 0) * 1000) / Math.max(1, handled);
+  return { value, handled, completed, reached, cpuUsPerJob, maxRssMB: Math.max(...results.map((r) => r.maxRssMB)), stopMs: Math.max(...results.map((r) => r.stopMs)) };
 }
 
 /** The raw-SQL ceiling by pgbench: the seed's table (bench/systems/raw.js), filled the same way. */

@@ -1,5 +1,6 @@
-// errand, imported from the build (../../dist), against the bench PostgreSQL.
-import { Errand } from "../../dist/index.js";
+// errand, imported from the build (../../dist, or BENCH_ERRAND_DIST: another checkout's
+// dist/index.js, for A/B runs with bench/ab.js), against the bench PostgreSQL.
+import { pathToFileURL } from "node:url";
 import { dropSchema, pgUrl, withPg } from "../lib/common.js";
 import { knobsFor } from "../lib/peer-settings.js";
 
@@ -15,11 +16,17 @@ export const settings = {
   latency: {},
 };
 
+/** The Errand class of the build under test (read per call: bench/ab.js switches between builds). */
+async function errandClass() {
+  const dist = process.env.BENCH_ERRAND_DIST;
+  return (await import(dist ? pathToFileURL(dist).href : "../../dist/index.js")).Errand;
+}
+
 /** An errand instance in its own schema. */
 export function create(ns) {
   let errand;
   const url = process.env.BENCH_ERRAND_URL ?? pgUrl; // experiments only (e.g. ?options=…)
-  const open = async (migrate) => (errand ??= await Errand.open({ connectionString: url, schema: ns, migrate }));
+  const open = async (migrate) => (errand ??= await (await errandClass()).open({ connectionString: url, schema: ns, migrate }));
   return {
     async setup() {
       await dropSchema(ns);
