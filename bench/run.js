@@ -50,7 +50,9 @@ async function measureOnce(def, system, run) {
     });
     const result = await Promise.race([def.measure(system, ns), timeout]).finally(() => clearTimeout(timer));
     const extra = result.p99 != null ? ` p99 ${result.p99.toFixed(1)}` : "";
-    const rss = result.maxRssMB != null ? ` rss ${result.maxRssMB.toFixed(0)} MB` : "";
+    const rss = (result.maxRssMB != null ? ` rss ${result.maxRssMB.toFixed(0)} MB` : "") +
+      (result.cpuUsPerJob != null ? `, ${result.cpuUsPerJob.toFixed(1)} µs CPU/job` : "") +
+      (result.generateSeconds != null ? `, history generated in ${result.generateSeconds.toFixed(0)} s` : "");
     log(`  ${def.id} run ${run} ${systems[system].padEnd(15)} ${result.value.toFixed(1).padStart(10)} ${def.unit}${extra}${rss} (${((performance.now() - started) / 1000).toFixed(1)} s)`);
     return result;
   } catch (error) {
