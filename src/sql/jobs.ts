@@ -113,9 +113,11 @@ function build(s: string, channel: string, waitChannel: string): Queries {
      * can be matched to its job. Rows without a dedupe key (they cannot conflict) go in
      * by a plain INSERT: ON CONFLICT makes every row a speculative insertion, ~10 % of a
      * bulk enqueue. For the keyed rows:
-     * - released: a job that carries one of the keys but no longer holds it (its mode's
-     *   states or ttl are over, see holdsKey) gives the key up (dedupe_key = NULL). This
-     *   is the only place a key is released: the workers' statements never touch it.
+     * - keys: the jobs that carry the batch's keys (one probe of the unique index per
+     *   key), and whether each still holds its key (its mode's states or ttl, see holdsKey).
+     * - released: the ones that no longer hold it give it up (dedupe_key = NULL), found by
+     *   ctid and checked again on their latest version. This is the only place a key is
+     *   released: the workers' statements never touch it.
      * - inserted: ON CONFLICT (dedupe_key) DO NOTHING: a key still held is a duplicate, and
      *   a key twice in the batch makes one job, the first row's. It reads released first
      *   (the count), so that it sees the keys given up.
@@ -123,8 +125,8 @@ function build(s: string, channel: string, waitChannel: string): Queries {
      *   one's payload and options (the latest wins). ON CONFLICT DO UPDATE the holder with
      *   them while it is ready (not yet claimed); a running holder is left alone. Rows of
      *   other modes with that key in the batch are its duplicates.
-     * A duplicate returns the holder's id when this snapshot sees it holding the key (else
-     * null: the caller looks it up again, see findByDedupeKeys). The sequence is looked up
+     * A duplicate returns the holder's id when this snapshot sees it holding the key (from
+     * keys; else null: the caller looks it up again, see findByDedupeKeys). The sequence is looked up
      * once per statement. The jobs arrive as one JSON array (one value to send and to
      * parse; payloads stay jsonb, not re-parsed from text):
      * $1 a JSON array of jobs (see jobInput)
@@ -139,9 +141,13 @@ function build(s: string, channel: string, waitChannel: string): Queries {
         INSERT INTO ${jobs} (id, kind, payload, run_at, max_attempts, priority, retry, timeout_ms)
         SELECT id, kind, payload, run_at, max_attempts, priority, retry, timeout_ms
         FROM input WHERE dedupe_key IS NULL ORDER BY ord
+      ), keys AS MATERIALIZED (
+        SELECT j.ctid, j.id, j.dedupe_key, ${holdsKey("j")} AS holds FROM ${jobs} j
+        WHERE j.dedupe_key = ANY(ARRAY(SELECT dedupe_key FROM input WHERE dedupe_key IS NOT NULL))
       ), released AS (
         UPDATE ${jobs} j SET dedupe_key = NULL
-        WHERE j.dedupe_key = ANY(ARRAY(SELECT dedupe_key FROM input WHERE dedupe_key IS NOT NULL)) AND NOT ${holdsKey("j")}
+        WHERE j.ctid = ANY(ARRAY(SELECT ctid FROM keys WHERE NOT holds))
+          AND j.dedupe_key = ANY(ARRAY(SELECT dedupe_key FROM keys WHERE NOT holds)) AND NOT ${holdsKey("j")}
         RETURNING j.id
       ), replacing AS (
         SELECT dedupe_key, min(id) AS id, max(ord) AS last FROM input
@@ -168,13 +174,12 @@ function build(s: string, channel: string, waitChannel: string): Queries {
         SELECT id, dedupe_key FROM inserted UNION ALL SELECT id, dedupe_key FROM replaced
       )
       SELECT array_agg(CASE WHEN input.dedupe_key IS NULL THEN input.id
-                            ELSE coalesce(w.id, (SELECT j.id FROM ${jobs} j
-                                                 WHERE j.dedupe_key = input.dedupe_key AND ${holdsKey("j")}
-                                                   AND j.id <> ALL(ARRAY(SELECT id FROM released)))) END
+                            ELSE coalesce(w.id, h.id) END
                        ORDER BY input.ord) AS ids,
              array_agg(input.dedupe_key IS NOT NULL AND w.id IS DISTINCT FROM input.id ORDER BY input.ord) AS duplicates,
              array_agg(input.dedupe_mode IS NOT DISTINCT FROM 'replace' AND w.id <> input.id ORDER BY input.ord) AS replaced
-      FROM input LEFT JOIN written w ON w.dedupe_key = input.dedupe_key`),
+      FROM input LEFT JOIN written w ON w.dedupe_key = input.dedupe_key
+      LEFT JOIN keys h ON h.dedupe_key = input.dedupe_key AND h.holds`),
 
     /*
      * enqueuePlain — enqueue for a batch with no dedupe key (the common case): nothing can
