@@ -45,6 +45,8 @@ export function isFinished(status: JobStatus): boolean {
 export interface Job<Payload = unknown, Kind extends string = string> {
   readonly id: string;
   readonly kind: Kind;
+  /** The queue it belongs to (`default` unless its kind or its enqueue named one). */
+  readonly queue: string;
   /** As stored: plain JSON. */
   readonly payload: Payload;
   readonly status: JobStatus;
@@ -95,6 +97,8 @@ export interface JobRow {
   /** Absent from queries that do not select it (they show no result). */
   result?: unknown;
   progress?: unknown;
+  /** Absent from queries that do not select it (read as `default`). */
+  queue?: string;
 }
 
 /** Converts a row to the public {@link Job} shape. */
@@ -102,6 +106,7 @@ export function toJob(row: JobRow): Job {
   return {
     id: String(row.id),
     kind: row.kind,
+    queue: row.queue ?? "default",
     payload: row.payload,
     status: row.status,
     priority: Number(row.priority),
