@@ -98,3 +98,26 @@ export async function readPaused(driver: Driver, schema: string): Promise<Paused
   const pick = (scope: string) => rows.filter((row) => row.scope === scope).map((row) => ({ name: row.name, pausedAt: new Date(row.paused_at) }));
   return { queues: pick("queue"), kinds: pick("kind") };
 }
+
+/** One queue's figures. */
+export interface QueueDepth {
+  /** Ready and due now. */
+  readonly ready: number;
+  /** Ready but due later. */
+  readonly scheduled: number;
+  readonly running: number;
+  /** Paused: workers start none of its jobs. */
+  readonly paused: boolean;
+}
+
+/** Per queue (name order; a queue with no ready or running job is absent unless paused), and the paused kinds. */
+export async function readQueueDepths(driver: Driver, schema: string): Promise<{ queues: Record<string, QueueDepth>; pausedKinds: string[] }> {
+  const queries = queueQueriesFor(schema);
+  const [depths, pauses] = await Promise.all([
+    driver.run<{ queue: string; ready: string | number; scheduled: string | number; running: string | number; paused: boolean }>(queries.queueDepths, []),
+    driver.run<{ scope: string; name: string }>(queries.listPauses, []),
+  ]);
+  const queues: Record<string, QueueDepth> = {};
+  for (const row of depths.rows) queues[row.queue] = { ready: Number(row.ready), scheduled: Number(row.scheduled), running: Number(row.running), paused: row.paused };
+  return { queues, pausedKinds: pauses.rows.filter((row) => row.scope === "kind").map((row) => row.name) };
+}
