@@ -84,7 +84,7 @@ export interface DeadLetters<Jobs = UntypedJobs> {
 
 /** {@link WorkerOptions} with the handlers typed by the job map: each handler's payload is its kind's. */
 export type TypedWorkerOptions<Jobs = UntypedJobs> = Omit<WorkerOptions, "handlers"> & {
-  /** Handlers by job kind (some or all of the map's). A job of a kind not listed fails with an error naming it. */
+  /** Handlers by job kind (some or all of the map's). The worker claims only jobs of these kinds. */
   readonly handlers: Handlers<Jobs>;
 };
 

@@ -1,5 +1,6 @@
 import { type Command, InvalidArgumentError } from "commander";
 import { type DatabaseFlags, openFromFlags, withDatabase } from "./common.js";
+import { checkPauseTarget } from "../queues.js";
 import { checkKindFilter } from "./kind-filter.js";
 import { printJson } from "./output.js";
 
@@ -27,6 +28,7 @@ export function register(program: Command): void {
     ).action(async (flags: PauseFlags) => {
       if ((flags.queue !== undefined) === (flags.kind !== undefined)) throw new InvalidArgumentError("give --queue NAME or --kind KIND (exactly one)");
       const target = flags.queue !== undefined ? { queue: flags.queue } : { kind: flags.kind! };
+      checkPauseTarget(target); // a bad name fails here, before connecting
       const errand = await openFromFlags(flags);
       try {
         const changed = paused ? await errand.pause(target) : await errand.resume(target);
