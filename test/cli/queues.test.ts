@@ -16,7 +16,7 @@ describe("errand pause / resume / stats / worker --queue", () => {
     expect((await cli("pause", "--queue", "email")).stdout.trim()).toBe("paused queue 'email'");
     expect((await cli("pause", "--queue", "email")).stdout.trim()).toBe("queue 'email' was paused already");
     expect(JSON.parse((await cli("pause", "--kind", "mail", "--json")).stdout)).toEqual({ paused: true });
-  });
+  }, 180_000); // CLI runs each reopen the embedded database
 
   it("shows the pauses in errand stats; resume undoes them", async () => {
     expect((await cli("enqueue", "mail", "{}")).code).toBe(0);
@@ -30,7 +30,7 @@ describe("errand pause / resume / stats / worker --queue", () => {
     expect(json.pausedKinds).toEqual(["mail"]);
     expect(JSON.parse((await cli("resume", "--queue", "email", "--json")).stdout)).toEqual({ resumed: true });
     expect((await cli("resume", "--kind", "mail")).stdout.trim()).toBe("resumed kind 'mail'");
-  });
+  }, 240_000);
 
   it("refuses a bad target with exit 2 and a message naming it", async () => {
     expect((await cli("pause")).code).toBe(2);
@@ -54,5 +54,5 @@ describe("errand pause / resume / stats / worker --queue", () => {
       expect(run.code, args.join(" ")).toBe(2);
       expect(run.stderr, args.join(" ")).toMatch(message);
     }
-  });
+  }, 240_000);
 });
