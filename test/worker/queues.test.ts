@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { Errand, ValidationError } from "../../src/index.js";
+import { drain } from "../../src/testing/index.js";
 import { eventually, useTestErrand } from "../support/db.js";
 
 // Named queues, kind filtering and pausing, on both databases.
@@ -112,6 +113,19 @@ describe("queues", () => {
     } finally {
       await worker.stop();
     }
+  });
+});
+
+describe("drain (errand/testing)", () => {
+  it("runs due jobs in every queue, including a queue a handler enqueues into; a kind without a handler stays ready", async () => {
+    await t.errand.enqueueMany([{ kind: "first", queue: "a" }, { kind: "first" }, { kind: "nobody", queue: "a" }]);
+    const result = await drain(t.errand, {
+      first: async () => void (await t.errand.enqueue("second", {}, { queue: "b" })),
+      second: async () => {},
+    });
+    expect(result.jobs.map((j) => j.kind).sort()).toEqual(["first", "first", "second", "second"]);
+    expect(result.done).toBe(4);
+    expect((await rows()).filter((r) => r.status !== "done").map((r) => [r.kind, r.status, r.attempts])).toEqual([["nobody", "ready", 0]]);
   });
 });
 
