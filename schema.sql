@@ -28,13 +28,13 @@ BEGIN
     -- table refuses) is recorded in callback_error instead of failing the member's
     -- statement: one bad batch row must not stop the outcomes written with it.
     BEGIN
-      INSERT INTO "errand".jobs (kind, payload, max_attempts, priority, retry, timeout_ms)
+      INSERT INTO "errand".jobs (kind, payload, max_attempts, priority, retry, timeout_ms, queue)
       SELECT c.kind,
              coalesce(c.payload, '{}') || jsonb_build_object('batch', jsonb_build_object(
                'id', b.id::text, 'total', b.total, 'done', b.done, 'dead', b.dead, 'cancelled', b.cancelled,
                'failedIds', to_jsonb(failed::text[]))),
-             coalesce(c.max_attempts, 8), coalesce(c.priority, 0), c.retry, c.timeout_ms
-      FROM jsonb_to_record(b.callback) AS c(kind text, payload jsonb, max_attempts int, priority int, retry jsonb, timeout_ms int)
+             coalesce(c.max_attempts, 8), coalesce(c.priority, 0), c.retry, c.timeout_ms, coalesce(c.queue, 'default')
+      FROM jsonb_to_record(b.callback) AS c(kind text, payload jsonb, max_attempts int, priority int, retry jsonb, timeout_ms int, queue text)
       RETURNING id INTO callback_id;
     EXCEPTION WHEN data_exception OR integrity_constraint_violation THEN
       insert_error := SQLERRM;
@@ -139,12 +139,14 @@ CREATE TABLE errand.jobs (
     checkpoint jsonb,
     result jsonb,
     progress jsonb,
-    batch_id bigint,
+    queue text DEFAULT 'default'::text NOT NULL,
     dedupe_mode text,
     dedupe_until timestamp with time zone,
+    batch_id bigint,
     CONSTRAINT jobs_attempts_check CHECK ((attempts >= 0)),
     CONSTRAINT jobs_kind_check CHECK ((kind <> ''::text)),
     CONSTRAINT jobs_max_attempts_check CHECK ((max_attempts >= 1)),
+    CONSTRAINT jobs_queue_named CHECK ((queue <> ''::text)),
     CONSTRAINT jobs_timeout_positive CHECK ((timeout_ms > 0))
 )
 WITH (autovacuum_vacuum_scale_factor='0.01', autovacuum_vacuum_threshold='1000', autovacuum_vacuum_insert_scale_factor='0.01', autovacuum_vacuum_insert_threshold='1000', autovacuum_analyze_scale_factor='0.02', autovacuum_analyze_threshold='1000', autovacuum_vacuum_cost_delay='0');
@@ -173,6 +175,14 @@ CREATE TABLE errand.outcome_counts (
     died bigint DEFAULT 0 NOT NULL,
     timed_out bigint DEFAULT 0 NOT NULL,
     cancelled bigint DEFAULT 0 NOT NULL
+);
+
+CREATE TABLE errand.pauses (
+    scope text NOT NULL,
+    name text NOT NULL,
+    paused_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT pauses_name_check CHECK ((name <> ''::text)),
+    CONSTRAINT pauses_scope_check CHECK ((scope = ANY (ARRAY['queue'::text, 'kind'::text])))
 );
 
 CREATE TABLE errand.schedule_runs (
@@ -251,6 +261,9 @@ ALTER TABLE ONLY errand.migrations
 ALTER TABLE ONLY errand.outcome_counts
     ADD CONSTRAINT outcome_counts_pkey PRIMARY KEY (bucket, kind, shard);
 
+ALTER TABLE ONLY errand.pauses
+    ADD CONSTRAINT pauses_pkey PRIMARY KEY (scope, name);
+
 ALTER TABLE ONLY errand.schedule_runs
     ADD CONSTRAINT schedule_runs_pkey PRIMARY KEY (schedule, slot);
 
@@ -267,7 +280,7 @@ CREATE INDEX jobs_done ON errand.jobs USING btree (finished_at) WHERE (status = 
 
 CREATE INDEX jobs_leased ON errand.jobs USING btree (locked_until) WHERE (locked_until IS NOT NULL);
 
-CREATE INDEX jobs_ready ON errand.jobs USING btree (priority DESC, run_at, id) WHERE (status = 'ready'::text);
+CREATE INDEX jobs_ready_queue ON errand.jobs USING btree (queue, priority DESC, run_at, id) WHERE (status = 'ready'::text);
 
 CREATE INDEX jobs_unleased ON errand.jobs USING btree (id) WHERE ((status = 'running'::text) AND (locked_until IS NULL));
 

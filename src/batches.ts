@@ -1,7 +1,7 @@
 /**
  * Batches: fan-out / fan-in. Jobs enqueued together as one batch, and a callback job that
  * the database enqueues exactly once when every member has finished (done, dead or
- * cancelled). The counting is done by the trigger of migration 011, under the batch row's
+ * cancelled). The counting is done by the trigger of migration 013, under the batch row's
  * lock, so it holds whichever worker finishes the last member, and for every path that
  * finishes a job (worker, cancel, rescuer, dead-lettering).
  */
@@ -48,7 +48,7 @@ export interface BatchSummary {
 export type BatchCallbackPayload<Payload extends object = Record<string, never>> = Payload & { readonly batch: BatchSummary };
 
 /** The options a callback job takes: it runs as soon as the batch finishes, so no `runAt`, `delay` or `dedupeKey`. */
-export type BatchCallbackOptions = Pick<EnqueueOptions, "maxAttempts" | "priority" | "retry" | "timeoutMs">;
+export type BatchCallbackOptions = Pick<EnqueueOptions, "maxAttempts" | "priority" | "retry" | "timeoutMs" | "queue">;
 
 /** The kinds of a job map whose payload has a `batch` (see {@link BatchCallbackPayload}); any kind on an untyped errand. */
 export type BatchCallbackKind<Jobs> = { [K in Kind<Jobs>]: unknown extends Jobs[K] ? K : Jobs[K] extends { readonly batch: BatchSummary } ? K : never }[Kind<Jobs>];
@@ -114,7 +114,7 @@ export interface BatchMember {
   readonly error: string;
 }
 
-const callbackKeys = ["kind", "payload", "maxAttempts", "priority", "retry", "timeoutMs"];
+const callbackKeys = ["kind", "payload", "maxAttempts", "priority", "retry", "timeoutMs", "queue"];
 
 /** The batch summary a schema sees when it checks a callback payload: the shape, with no member finished yet. */
 const placeholderSummary = (total: number): BatchSummary => ({ id: "0", total, done: 0, dead: 0, cancelled: 0, failedIds: [] });

@@ -27,6 +27,7 @@ import { tableIncidents } from "./observe/incidents.js";
 import { type QueueStats, readStats } from "./observe/stats.js";
 import { traceEnqueue } from "./observe/tracing.js";
 import { type Batch, type BatchMember, type BatchResult, type BatchSpec, type ListBatchesOptions, createBatch, listBatchMembers, listBatches, readBatch } from "./batches.js";
+import { type PauseTarget, type Paused, readPaused, setPaused } from "./queues.js";
 
 /** @deprecated The same type as {@link Queryable}, under its former name. */
 export type SqlClient = Queryable;
@@ -84,7 +85,7 @@ export interface DeadLetters<Jobs = UntypedJobs> {
 
 /** {@link WorkerOptions} with the handlers typed by the job map: each handler's payload is its kind's. */
 export type TypedWorkerOptions<Jobs = UntypedJobs> = Omit<WorkerOptions, "handlers"> & {
-  /** Handlers by job kind (some or all of the map's). A job of a kind not listed fails with an error naming it. */
+  /** Handlers by job kind (some or all of the map's). The worker claims only jobs of these kinds. */
   readonly handlers: Handlers<Jobs>;
 };
 
@@ -288,6 +289,33 @@ export class Errand<Jobs extends JobMap<Jobs> = UntypedJobs> {
       }
     }
     return rows.map((row) => String(row.id));
+  }
+
+  /**
+   * Pauses a queue or a kind in every worker: within about a second none starts another of
+   * its jobs (a notice reaches the workers at once, a poll every second covers a missed
+   * one). Running handlers finish; jobs claimed ahead and not started go back unspent;
+   * nothing is lost and no attempt is charged. Enqueueing still works. Resolves true when
+   * it was not paused before. See {@link resume}.
+   *
+   * @example
+   * ```ts
+   * await errand.pause({ queue: "email" }); // the mail provider is down
+   * await errand.resume({ queue: "email" });
+   * ```
+   */
+  pause(target: PauseTarget<Kind<Jobs>>): Promise<boolean> {
+    return setPaused(this.driver, this.schema, target, true);
+  }
+
+  /** Undoes {@link pause}: workers take the queue's or kind's jobs again at once. Resolves true when it was paused. */
+  resume(target: PauseTarget<Kind<Jobs>>): Promise<boolean> {
+    return setPaused(this.driver, this.schema, target, false);
+  }
+
+  /** The queues and kinds paused now. */
+  paused(): Promise<Paused> {
+    return readPaused(this.driver, this.schema);
   }
 
   /** Dead letters: the jobs a person must look at. */

@@ -4,13 +4,14 @@
  * statement (`enqueue` / `enqueuePlain` in src/sql/jobs.ts read the same names).
  */
 import { type DedupeMode, encodeDedupe } from "./dedupe.js";
-import { defaultMaxAttempts, defaultPriority, defaultRetryPolicy } from "./defaults.js";
+import { defaultMaxAttempts, defaultPriority, defaultQueue, defaultRetryPolicy } from "./defaults.js";
 import type { Driver, Queryable, Statement } from "./driver/types.js";
 import { ErrandError, ValidationError } from "./errors.js";
 import { type ByKind, type Kind, type PayloadField, type StandardSchemaV1, type UntypedJobs, validatePayloads } from "./jobs.js";
 import type { ResolvedKind } from "./options.js";
 import { serialisePayload } from "./payload.js";
 import { type RetryPolicy, resolveRetryPolicy } from "./retry-policy.js";
+import { checkQueueName } from "./queues.js";
 import { queriesFor } from "./sql/jobs.js";
 import { checkDate, checkKeys, checkMaxAttempts, checkText, integer, nonNegativeMs, timeoutMs } from "./validate.js";
 
@@ -32,6 +33,8 @@ export interface EnqueueOptions {
   readonly retry?: Partial<RetryPolicy>;
   /** Maximum run time of each attempt of this job, in ms (whole, ≥ 1). Default: the kind's, else 30 minutes. */
   readonly timeoutMs?: number;
+  /** The queue the job goes to. Default: its kind's, else `default`. */
+  readonly queue?: string;
   /** Your connection or open transaction: the job commits or rolls back with it. */
   readonly db?: Queryable;
 }
@@ -81,7 +84,7 @@ export interface EnqueueTarget {
   readonly schemas: ReadonlyMap<string, StandardSchemaV1>;
 }
 
-const specKeys = ["kind", "payload", "runAt", "delay", "maxAttempts", "priority", "dedupeKey", "dedupe", "retry", "timeoutMs"];
+const specKeys = ["kind", "payload", "runAt", "delay", "maxAttempts", "priority", "dedupeKey", "dedupe", "retry", "timeoutMs", "queue"];
 
 /**
  * Enqueues `specs` in one statement (one round trip), on `db` when given (the caller's
@@ -141,7 +144,7 @@ export interface EncodedJobs {
    * A JSON array with one object per job, keyed by column: `kind`, `payload`, `run_at`
    * (ISO text; absent = now), `delay_ms` (absent = 0), `max_attempts`, `priority`,
    * `dedupe_key`, `retry`, `timeout_ms`, `dedupe_mode` and `dedupe_ttl_ms` (absent = none;
-   * see src/dedupe.ts). `jobInput` in src/sql/jobs.ts reads them.
+   * see src/dedupe.ts) and `queue` (absent = default). `jobInput` in src/sql/jobs.ts reads them.
    */
   readonly json: string;
   /** Each job's dedupe key, or null, in input order. */
@@ -181,6 +184,9 @@ export function encodeJobs(specs: readonly JobSpec[], kinds: ReadonlyMap<string,
     entry += encodeDedupe(spec.dedupe, `${field}dedupe`, dedupeKey !== null);
     if (spec.retry !== undefined) entry += `,"retry":${JSON.stringify(resolveRetryPolicy(spec.retry, `${field}retry`, kind?.retry ?? defaultRetryPolicy))}`;
     if (spec.timeoutMs !== undefined) entry += `,"timeout_ms":${timeoutMs(spec.timeoutMs, `${field}timeoutMs`)}`;
+    // Left out for the default queue (the column's default), as most jobs are.
+    const queue = spec.queue === undefined ? kind?.queue : checkQueueName(spec.queue, `${field}queue`);
+    if (queue !== undefined && queue !== defaultQueue) entry += `,"queue":${JSON.stringify(queue)}`;
     dedupeKeys.push(dedupeKey);
     replacing.push(spec.dedupe === "replace");
     entries.push(`${entry}}`);

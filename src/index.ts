@@ -36,6 +36,7 @@ export type { Job, JobStatus, JobError } from "./job.js";
 export type { Batch, BatchMember, BatchResult, BatchSpec, BatchJobSpec, BatchCallbackSpec, BatchCallbackKind, BatchCallbackOptions, BatchCallbackPayload, BatchSummary, ListBatchesOptions } from "./batches.js";
 export type { WaitOptions } from "./wait.js";
 export type { KindOptions } from "./options.js";
+export type { PauseTarget, Paused, QueueDepth } from "./queues.js";
 export { defineConfig, kindsOf, handlersOf, type ErrandConfig, type KindConfig, type WorkerConfig } from "./config.js";
 export { snooze, type Snooze } from "./outcomes.js";
 export type { Json } from "./payload.js";

@@ -45,6 +45,8 @@ export function isFinished(status: JobStatus): boolean {
 export interface Job<Payload = unknown, Kind extends string = string> {
   readonly id: string;
   readonly kind: Kind;
+  /** The queue it belongs to (`default` unless its kind or its enqueue named one). */
+  readonly queue: string;
   /** As stored: plain JSON. */
   readonly payload: Payload;
   readonly status: JobStatus;
@@ -97,8 +99,10 @@ export interface JobRow {
   /** Absent from queries that do not select it (they show no result). */
   result?: unknown;
   progress?: unknown;
-  /** Absent before migration 011 and from queries that do not select it. */
+  /** Absent before migration 013 and from queries that do not select it. */
   batch_id?: string | number | null;
+  /** Absent from queries that do not select it (read as `default`). */
+  queue?: string;
 }
 
 /** Converts a row to the public {@link Job} shape. */
@@ -106,6 +110,7 @@ export function toJob(row: JobRow): Job {
   return {
     id: String(row.id),
     kind: row.kind,
+    queue: row.queue ?? "default",
     payload: row.payload,
     status: row.status,
     priority: Number(row.priority),

@@ -1,4 +1,5 @@
-import { defaultMaxAttempts, defaultPriority } from "./defaults.js";
+import { defaultMaxAttempts, defaultPriority, defaultQueue } from "./defaults.js";
+import { checkQueueName } from "./queues.js";
 import { type RetryPolicy, resolveRetryPolicy } from "./retry-policy.js";
 import { checkKeys, checkMaxAttempts, integer, positiveMs, timeoutMs } from "./validate.js";
 
@@ -19,6 +20,8 @@ export interface KindOptions {
    * usual). Not the lease, which heartbeats extend while the handler runs. Default 30 minutes.
    */
   readonly timeoutMs?: number;
+  /** The queue this kind's jobs go to, unless an enqueue names another. Default `default`. */
+  readonly queue?: string;
 }
 
 /** {@link KindOptions} with defaults filled in. */
@@ -29,6 +32,7 @@ export interface ResolvedKind {
   readonly priority: number;
   /** Undefined: the worker's default applies. */
   readonly timeoutMs: number | undefined;
+  readonly queue: string;
 }
 
 /** Validates every kind's options once, at construction; errors name `<parent>.<kind>.<option>`. */
@@ -36,13 +40,14 @@ export function resolveKinds(kinds: Readonly<Record<string, KindOptions>> | unde
   const resolved = new Map<string, ResolvedKind>();
   for (const [kind, options] of Object.entries(kinds ?? {})) {
     const field = `${parent}.${kind}`;
-    checkKeys(options, field, ["maxAttempts", "retry", "leaseMs", "priority", "timeoutMs"]);
+    checkKeys(options, field, ["maxAttempts", "retry", "leaseMs", "priority", "timeoutMs", "queue"]);
     resolved.set(kind, {
       maxAttempts: options.maxAttempts === undefined ? defaultMaxAttempts : checkMaxAttempts(options.maxAttempts, `${field}.maxAttempts`),
       retry: resolveRetryPolicy(options.retry, `${field}.retry`),
       leaseMs: options.leaseMs === undefined ? undefined : positiveMs(options.leaseMs, `${field}.leaseMs`),
       priority: options.priority === undefined ? defaultPriority : integer(options.priority, `${field}.priority`),
       timeoutMs: options.timeoutMs === undefined ? undefined : timeoutMs(options.timeoutMs, `${field}.timeoutMs`),
+      queue: options.queue === undefined ? defaultQueue : checkQueueName(options.queue, `${field}.queue`),
     });
   }
   return resolved;

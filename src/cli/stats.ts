@@ -1,7 +1,8 @@
 import type { Command } from "commander";
 import { humanAge } from "../human-format.js";
 import type { KindStats, QueueStats } from "../observe/stats.js";
-import { defaultWatchMs } from "../defaults.js";
+import { defaultQueue, defaultWatchMs } from "../defaults.js";
+import type { QueueDepth } from "../queues.js";
 import { type DatabaseFlags, inSeconds, openFromFlags, secondsArg, withDatabase } from "./common.js";
 import { checkKindFilter } from "./kind-filter.js";
 import { type Terminal, paint, printJson, terminal } from "./output.js";
@@ -84,11 +85,25 @@ const columns: readonly Column<[string, KindStats]>[] = [
   { header: "fail rate/1h", cell: ([, s]) => (s.lastHour.failureRate === null ? "-" : `${(s.lastHour.failureRate * 100).toFixed(1)}%`), right: true, hideRank: 2 },
 ];
 
+const queueColumns: readonly Column<[string, QueueDepth]>[] = [
+  { header: "queue", cell: ([name]) => name, minWidth: 12 },
+  { header: "ready", cell: ([, q]) => count(q.ready), right: true },
+  { header: "scheduled", cell: ([, q]) => count(q.scheduled), right: true },
+  { header: "running", cell: ([, q]) => count(q.running), right: true },
+  { header: "state", cell: ([, q]) => (q.paused ? "paused" : "active"), style: ([, q]) => (q.paused ? "yellow" : undefined) },
+];
+
 /** The stats as a table, one row per kind and a total, then when they were read. */
 function formatStats(stats: QueueStats, withTotal: boolean, term: Terminal): string {
   const rows: [string, KindStats][] = Object.entries(stats.kinds);
   if (withTotal) rows.push(["(total)", stats.total]);
   const lines = renderTable(columns, rows, term);
+  // Queues only once there is more than the default one, or a pause: the common case stays one table.
+  const queues = Object.entries(stats.queues);
+  if (queues.some(([name, q]) => name !== defaultQueue || q.paused) || stats.pausedKinds.length > 0) {
+    lines.push("", ...renderTable(queueColumns, queues, term));
+    if (stats.pausedKinds.length > 0) lines.push(paint(term, "yellow", `paused kinds: ${stats.pausedKinds.join(", ")} (errand resume --kind K)`));
+  }
   lines.push(`at ${stats.at.toISOString()}`);
   const dead = stats.total.dead;
   if (dead > 0) lines.push(paint(term, "red", `${dead} dead ${dead === 1 ? "job waits" : "jobs wait"} for a person: errand dead list`));

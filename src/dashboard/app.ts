@@ -12,6 +12,7 @@ import { type PageContext, messagePage } from "./layout.js";
 import { registerActions } from "./routes/dead-actions.js";
 import { registerBatches } from "./routes/batches.js";
 import { registerPages } from "./routes/pages.js";
+import { registerQueueActions } from "./routes/queue-actions.js";
 import { registerSchedules } from "./routes/schedules.js";
 import { CsrfTokens, authorized, checkAuth, checkTrustedOrigins, sameOrigin } from "./security.js";
 
@@ -80,6 +81,7 @@ export function createDashboard(errand: Errand, options: DashboardOptions = {}):
   registerActions(app, deps);
   registerSchedules(app, deps);
   registerBatches(app, deps);
+  registerQueueActions(app, deps);
 
   app.notFound((c) => deps.send(c, messagePage(c.get("page") ?? fallbackPage(base, resolved.readOnly), "Not found", "There is no such page in the dashboard."), 404));
   app.onError((error, c) => {

@@ -10,7 +10,8 @@ const snapshotMs = 1_000;
  * Registers gauges that read the queue's figures (one stats query per scrape) into
  * `registry`: `errand_jobs{kind,state}`, `errand_oldest_ready_age_seconds{kind}`,
  * `errand_expired_leases{kind}`, `errand_recent_outcomes{kind,outcome,window}`,
- * `errand_failure_rate{kind,window}` and `errand_stats_up` (0 when the query failed;
+ * `errand_failure_rate{kind,window}`, `errand_queue_jobs{queue,state}` (ready, scheduled,
+ * running), `errand_paused{scope,name}` (1 per paused queue or kind) and `errand_stats_up` (0 when the query failed;
  * the other gauges then keep their last values out of the scrape).
  *
  * @example
@@ -68,6 +69,15 @@ export function registerQueueGauges(registry: Registry, read: () => Promise<Queu
         g.set({ kind, outcome: "cancelled", window }, w.cancelled);
       }
     }
+  });
+  gauge("errand_queue_jobs", "jobs by queue and state (ready = due now, scheduled = due later, running)", ["queue", "state"], (g, stats) => {
+    for (const [queue, q] of Object.entries(stats.queues)) {
+      for (const state of ["ready", "scheduled", "running"] as const) g.set({ queue, state }, q[state]);
+    }
+  });
+  gauge("errand_paused", "1 for each paused queue (scope=queue) and kind (scope=kind): workers start none of its jobs", ["scope", "name"], (g, stats) => {
+    for (const [queue, q] of Object.entries(stats.queues)) if (q.paused) g.set({ scope: "queue", name: queue }, 1);
+    for (const kind of stats.pausedKinds) g.set({ scope: "kind", name: kind }, 1);
   });
   gauge("errand_failure_rate", "failed ÷ (completed + failed) over the window", ["kind", "window"], (g, stats) => {
     for (const [kind, s] of Object.entries(stats.kinds)) {

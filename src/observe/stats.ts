@@ -1,4 +1,5 @@
 import type { Driver } from "../driver/types.js";
+import { type QueueDepth, readQueueDepths } from "../queues.js";
 import { observeQueriesFor } from "../sql/observe.js";
 
 /** Outcomes over a recent window. */
@@ -45,6 +46,10 @@ export interface QueueStats {
   readonly total: KindStats;
   /** Per kind, in name order; kinds with nothing to report are absent. */
   readonly kinds: Readonly<Record<string, KindStats>>;
+  /** Per queue: ready, scheduled, running, paused (name order; a queue with no ready or running job is absent unless paused). */
+  readonly queues: Readonly<Record<string, QueueDepth>>;
+  /** The kinds paused now (`errand.pause({ kind })`), in name order. */
+  readonly pausedKinds: readonly string[];
 }
 
 interface StatsRow {
@@ -74,11 +79,11 @@ interface StatsRow {
  * what it costs). Usually called as `errand.stats()`.
  */
 export async function readStats(driver: Driver, schema: string): Promise<QueueStats> {
-  const { rows } = await driver.run<StatsRow>(observeQueriesFor(schema).stats, []);
+  const [{ rows }, { queues, pausedKinds }] = await Promise.all([driver.run<StatsRow>(observeQueriesFor(schema).stats, []), readQueueDepths(driver, schema)]);
   const at = new Date(rows[0]!.at);
   const kinds: Record<string, KindStats> = {};
   for (const row of rows) if (row.kind !== null) kinds[row.kind] = toKindStats(row);
-  return { at, total: sumStats(Object.values(kinds)), kinds };
+  return { at, total: sumStats(Object.values(kinds)), kinds, queues, pausedKinds };
 }
 
 function toKindStats(row: StatsRow): KindStats {

@@ -26,7 +26,7 @@ function build(s: string): BatchQueries {
      * create — the batch row and its members in one statement: both or neither, on the
      * caller's connection or transaction. The members are inserted like enqueuePlain's
      * (ids in input order), with batch_id set; the callback waits in the batch row until
-     * the trigger of migration 011 inserts it.
+     * the trigger of migration 013 inserts it.
      * $1 a JSON array of jobs (see jobInput; no dedupe keys), $2 the callback job (JSON
      * object, as one element of $1); one row: batch_id, ids
      */
@@ -36,8 +36,8 @@ function build(s: string): BatchQueries {
         SELECT n, n, $2::text::jsonb FROM (SELECT jsonb_array_length($1::jsonb) AS n) c
         RETURNING id
       ), inserted AS (
-        INSERT INTO ${s}.jobs (kind, payload, run_at, max_attempts, priority, retry, timeout_ms, batch_id)
-        SELECT kind, payload, run_at, max_attempts, priority, retry, timeout_ms, (SELECT id FROM batch)
+        INSERT INTO ${s}.jobs (kind, payload, run_at, max_attempts, priority, retry, timeout_ms, queue, batch_id)
+        SELECT kind, payload, run_at, max_attempts, priority, retry, timeout_ms, queue, (SELECT id FROM batch)
         FROM ${jobInput} AS input
         RETURNING id
       )

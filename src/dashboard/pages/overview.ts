@@ -3,6 +3,7 @@ import { throughputChart } from "../chart.js";
 import type { MinuteCount } from "../data.js";
 import { type Html, html } from "../html.js";
 import { type PageContext, count, duration, href, page } from "../layout.js";
+import { type PauseDone, pausedNotice, queuesSection } from "./queues.js";
 
 /** Everything the overview shows. */
 export interface OverviewNumbers {
@@ -16,7 +17,7 @@ const percent = (rate: number | null) => (rate === null ? "—" : `${(rate * 100
 const age = (ms: number | null) => (ms === null ? "—" : duration(ms / 1000));
 
 /** The overview page: totals, the chart, and a row per kind. Refreshes itself. */
-export function overviewPage(ctx: PageContext, numbers: OverviewNumbers, refreshSeconds: number): Html {
+export function overviewPage(ctx: PageContext, numbers: OverviewNumbers, refreshSeconds: number, done: PauseDone = {}): Html {
   const t = numbers.stats.total;
   const card = (metric: string, label: string, value: string, alert = false, link?: string) =>
     html`<div class="card${alert ? " alert" : ""}" data-metric="${metric}"><dt>${link ? html`<a href="${link}">${label}</a>` : label}</dt><dd>${value}</dd></div>`;
@@ -28,6 +29,7 @@ export function overviewPage(ctx: PageContext, numbers: OverviewNumbers, refresh
 <td class="num">${count(k.lastHour.completed)}</td><td class="num">${count(k.lastHour.failed)}</td><td class="num">${percent(k.lastHour.failureRate)}</td></tr>`;
   const kinds = Object.entries(numbers.stats.kinds);
   const body = html`<h1>Overview</h1>
+${pausedNotice(done)}
 <div id="refresh-slot" class="actions"></div>
 <div id="live">
 <p class="muted">As of ${numbers.stats.at.toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC")} (database time).</p>
@@ -54,6 +56,7 @@ ${kinds.length === 0
 <thead><tr><th scope="col">Kind</th><th scope="col" class="num">Ready</th><th scope="col" class="num">Scheduled</th><th scope="col" class="num">Running</th><th scope="col" class="num">Done</th><th scope="col" class="num">Dead</th><th scope="col" class="num">Oldest ready</th><th scope="col" class="num">Completed</th><th scope="col" class="num">Failed</th><th scope="col" class="num">Failure rate</th></tr></thead>
 <tbody>${kinds.map(row)}</tbody>
 </table></div>`}
+${queuesSection(ctx, numbers.stats)}
 </div>`;
   return page(ctx, { title: "Overview", section: "overview", body, refreshSeconds });
 }

@@ -36,7 +36,8 @@ export function registerPages(app: Hono<DashboardEnv>, deps: DashboardDeps): voi
 
   app.get("/", async (c) => {
     const [stats, series] = await Promise.all([deps.errand.stats(), data.series(60)]);
-    return deps.send(c, overviewPage(c.get("page"), { stats, series }, options.refreshSeconds));
+    const done = { action: c.req.query("done"), queue: c.req.query("queue"), kind: c.req.query("kind") };
+    return deps.send(c, overviewPage(c.get("page"), { stats, series }, options.refreshSeconds, done));
   });
 
   app.get("/jobs", async (c) => {

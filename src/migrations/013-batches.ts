@@ -1,8 +1,8 @@
 import type { Migration } from "./migration.js";
 
-/** 011: batches — members that fan out, and a callback job enqueued once when the last one finishes. */
+/** 013: batches — members that fan out, and a callback job enqueued once when the last one finishes. */
 export const migration: Migration = {
-  version: 11,
+  version: 13,
   name: "batches",
   sql: `-- A batch: its members are jobs with batch_id set; when every member has finished (done,
 -- dead or cancelled) the callback job is inserted, exactly once. remaining and the three
@@ -65,13 +65,13 @@ BEGIN
     -- table refuses) is recorded in callback_error instead of failing the member's
     -- statement: one bad batch row must not stop the outcomes written with it.
     BEGIN
-      INSERT INTO {{schema}}.jobs (kind, payload, max_attempts, priority, retry, timeout_ms)
+      INSERT INTO {{schema}}.jobs (kind, payload, max_attempts, priority, retry, timeout_ms, queue)
       SELECT c.kind,
              coalesce(c.payload, '{}') || jsonb_build_object('batch', jsonb_build_object(
                'id', b.id::text, 'total', b.total, 'done', b.done, 'dead', b.dead, 'cancelled', b.cancelled,
                'failedIds', to_jsonb(failed::text[]))),
-             coalesce(c.max_attempts, 8), coalesce(c.priority, 0), c.retry, c.timeout_ms
-      FROM jsonb_to_record(b.callback) AS c(kind text, payload jsonb, max_attempts int, priority int, retry jsonb, timeout_ms int)
+             coalesce(c.max_attempts, 8), coalesce(c.priority, 0), c.retry, c.timeout_ms, coalesce(c.queue, 'default')
+      FROM jsonb_to_record(b.callback) AS c(kind text, payload jsonb, max_attempts int, priority int, retry jsonb, timeout_ms int, queue text)
       RETURNING id INTO callback_id;
     EXCEPTION WHEN data_exception OR integrity_constraint_violation THEN
       insert_error := SQLERRM;
