@@ -38,7 +38,7 @@ function build(s: string): BatchQueries {
       ), inserted AS (
         INSERT INTO ${s}.jobs (kind, payload, run_at, max_attempts, priority, retry, timeout_ms, queue, batch_id)
         SELECT kind, payload, run_at, max_attempts, priority, retry, timeout_ms, queue, (SELECT id FROM batch)
-        FROM ${jobInput} AS input
+        FROM ${jobInput(false)} AS input
         RETURNING id
       )
       SELECT (SELECT id FROM batch) AS batch_id, array_agg(id ORDER BY id) AS ids FROM inserted`),

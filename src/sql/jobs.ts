@@ -40,18 +40,17 @@ const jobColumns = `j.id, j.kind, j.payload, j.status, j.priority, j.attempts, j
  * definition names and types each field once; absent fields are null (a JSON null
  * payload too, hence the coalesce). Columns: ord (input order), kind, payload, run_at
  * (the given time, else now() + delay_ms), max_attempts, priority, dedupe_key, retry, timeout_ms,
- * dedupe_mode and dedupe_until (now() + dedupe_ttl_ms; see src/dedupe.ts), queue (absent = 'default').
+ * queue (absent = 'default') and, for enqueue (`dedupe`), dedupe_mode and dedupe_until
+ * (now() + dedupe_ttl_ms; see src/dedupe.ts): enqueuePlain and batches, whose jobs carry no key, read neither.
  */
-export const jobInput = `(SELECT t.ord, t.kind, coalesce(t.payload, 'null') AS payload,
+export function jobInput(dedupe: boolean): string {
+  return `(SELECT t.ord, t.kind, coalesce(t.payload, 'null') AS payload,
                coalesce(t.run_at, now() + coalesce(t.delay_ms, 0) * interval '1 millisecond') AS run_at,
-               t.max_attempts, t.priority, t.dedupe_key, t.retry, t.timeout_ms,
-               t.dedupe_mode, now() + t.dedupe_ttl_ms * interval '1 millisecond' AS dedupe_until,
-               coalesce(t.queue, 'default') AS queue
+               t.max_attempts, t.priority, t.dedupe_key, t.retry, t.timeout_ms, coalesce(t.queue, 'default') AS queue${dedupe ? ",\n               t.dedupe_mode, now() + t.dedupe_ttl_ms * interval '1 millisecond' AS dedupe_until" : ""}
         FROM ROWS FROM (jsonb_to_recordset($1::jsonb) AS (kind text, payload jsonb, run_at timestamptz, delay_ms float8,
-                                                         max_attempts int, priority int, dedupe_key text, retry jsonb, timeout_ms int,
-                                                         dedupe_mode text, dedupe_ttl_ms float8, queue text))
-             WITH ORDINALITY AS t(kind, payload, run_at, delay_ms, max_attempts, priority, dedupe_key, retry, timeout_ms,
-                                  dedupe_mode, dedupe_ttl_ms, queue, ord))`;
+                                                         max_attempts int, priority int, dedupe_key text, retry jsonb, timeout_ms int, queue text${dedupe ? ",\n                                                         dedupe_mode text, dedupe_ttl_ms float8" : ""}))
+             WITH ORDINALITY AS t(kind, payload, run_at, delay_ms, max_attempts, priority, dedupe_key, retry, timeout_ms, queue,${dedupe ? " dedupe_mode, dedupe_ttl_ms," : ""} ord))`;
+}
 
 /**
  * The attempt a held row is on. A claim charges an attempt only to the rows whose handlers
@@ -137,7 +136,7 @@ function build(s: string, channel: string, waitChannel: string): Queries {
     enqueue: statement(`
       WITH input AS (
         SELECT nextval((SELECT pg_get_serial_sequence('${jobs}', 'id')::regclass)) AS id, j.*
-        FROM ${jobInput} AS j
+        FROM ${jobInput(true)} AS j
       ), plain AS (
         INSERT INTO ${jobs} (id, kind, payload, run_at, max_attempts, priority, retry, timeout_ms, queue)
         SELECT id, kind, payload, run_at, max_attempts, priority, retry, timeout_ms, queue
@@ -193,7 +192,7 @@ function build(s: string, channel: string, waitChannel: string): Queries {
       WITH inserted AS (
         INSERT INTO ${jobs} (kind, payload, run_at, max_attempts, priority, retry, timeout_ms, queue)
         SELECT kind, payload, run_at, max_attempts, priority, retry, timeout_ms, queue
-        FROM ${jobInput} AS input
+        FROM ${jobInput(false)} AS input
         RETURNING id
       )
       SELECT array_agg(id ORDER BY id) AS ids FROM inserted`),
