@@ -61,3 +61,6 @@ export { retrySchedule, retryPlanText, capacity, capacityPlanText, type RetrySte
 export { fromPostgresJs, type PostgresJsSql } from "./driver/postgres-js.js";
 export { fromKysely, type KyselyExecutor, type KyselyRawQuery } from "./driver/kysely.js";
 export { fromDrizzle, type DrizzleDatabase, type DrizzleSqlHelper } from "./driver/drizzle.js";
+export type { MessageSpec, PublishOptions, PublishResult } from "./outbox/publish.js";
+export type { Relay, RelayOptions, RelayEvent, RelayResult } from "./outbox/relay.js";
+export type { TransportOptions } from "./outbox/transport.js";

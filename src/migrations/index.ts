@@ -9,9 +9,11 @@ import { migration as m007 } from "./007-row-checks.js";
 import { migration as m008 } from "./008-timeout-cancel.js";
 import { migration as m009 } from "./009-checkpoint.js";
 import { migration as m010 } from "./010-results-progress.js";
+import { placeholders as m011to013 } from "./placeholders-011-013.js";
+import { migration as m014 } from "./014-outbox.js";
 
 /**
  * Every migration, in order. A new one is a new file `NNN-name.ts` exporting `migration`
  * (copy the last one) and one more line here; an applied migration is never edited.
  */
-export const migrations: readonly Migration[] = [m001, m002, m003, m004, m005, m006, m007, m008, m009, m010];
+export const migrations: readonly Migration[] = [m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, ...m011to013, m014];
