@@ -1,6 +1,7 @@
 /**
- * The relay: reads the outbox in id order, sends each batch to the broker, waits for the
- * broker's acknowledgements and deletes what was acknowledged, in one transaction per batch.
+ * The relay: reads the outbox in id order, sends each batch to the broker (a key's messages
+ * one after the other, different keys pipelined), waits for the broker's acknowledgements
+ * and deletes what was acknowledged, in one transaction per batch.
  *
  * Order per key across several relays: each batch first takes the transaction-level
  * advisory lock of every free partition (partition = hash of the key, 16 of them) and reads
@@ -183,19 +184,27 @@ export class Relay implements Service<RelayResult> {
       const { rows } = await tx.query<Row>(q.readBatch.text, [partitions.length === outboxPartitions ? null : partitions, this.#batchSize]);
       if (rows.length === 0) return { sent: 0, kept: 0, busy: false, errors: [] };
       const messages = rows.map(toMessage);
-      const outcomes = await transport.send(messages);
       const sent: string[] = [];
       const errors: Error[] = [];
       const stuckKeys = new Set<string>();
-      messages.forEach((m, i) => {
-        const error = outcomes[i];
-        if (error) {
-          errors.push(error);
-          if (m.key !== null) stuckKeys.add(m.key);
-        } else if (m.key === null || !stuckKeys.has(m.key)) {
-          sent.push(m.id);
-        }
-      });
+      // In waves: the first message of every key (and every keyless one), then the second of
+      // every key, …, each wave pipelined and acknowledged before the next. A key whose
+      // message was not acknowledged sends nothing more this batch, so a broker can never
+      // hold a key's later message without its earlier one.
+      for (const wave of waves(messages)) {
+        const live = wave.filter((m) => m.key === null || !stuckKeys.has(m.key));
+        if (live.length === 0) break;
+        // A wave that fails as a whole fails its keys; the earlier waves' acknowledged messages are still deleted.
+        const outcomes = await transport.send(live).catch((error: unknown) => live.map(() => (error instanceof Error ? error : new Error(String(error)))));
+        live.forEach((m, i) => {
+          const error = outcomes[i];
+          if (error === undefined) sent.push(m.id);
+          else {
+            errors.push(error);
+            if (m.key !== null) stuckKeys.add(m.key);
+          }
+        });
+      }
       if (sent.length > 0) await tx.query(q.deleteSent.text, [sent]);
       return { sent: sent.length, kept: messages.length - sent.length, busy: false, errors };
     });
@@ -213,6 +222,18 @@ export class Relay implements Service<RelayResult> {
       // a listener's error is not the relay's
     }
   }
+}
+
+/** The batch in waves: the n-th wave holds the n-th message of each key, in id order; keyless messages go in the first. */
+function waves(messages: readonly OutboxMessage[]): OutboxMessage[][] {
+  const out: OutboxMessage[][] = [];
+  const seen = new Map<string, number>();
+  for (const m of messages) {
+    const n = m.key === null ? 0 : (seen.get(m.key) ?? 0);
+    if (m.key !== null) seen.set(m.key, n + 1);
+    (out[n] ??= []).push(m);
+  }
+  return out;
 }
 
 function shuffledPartitions(): number[] {
