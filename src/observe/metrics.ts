@@ -10,7 +10,8 @@ const snapshotMs = 1_000;
  * Registers gauges that read the queue's figures (one stats query per scrape) into
  * `registry`: `errand_jobs{kind,state}`, `errand_oldest_ready_age_seconds{kind}`,
  * `errand_expired_leases{kind}`, `errand_recent_outcomes{kind,outcome,window}`,
- * `errand_failure_rate{kind,window}` and `errand_stats_up` (0 when the query failed;
+ * `errand_failure_rate{kind,window}`, `errand_outbox_messages`,
+ * `errand_outbox_oldest_age_seconds` and `errand_stats_up` (0 when the query failed;
  * the other gauges then keep their last values out of the scrape).
  *
  * @example
@@ -68,6 +69,12 @@ export function registerQueueGauges(registry: Registry, read: () => Promise<Queu
         g.set({ kind, outcome: "cancelled", window }, w.cancelled);
       }
     }
+  });
+  gauge("errand_outbox_messages", "outbox messages waiting for the relay", [], (g, stats) => {
+    if (stats.outbox) g.set(stats.outbox.messages);
+  });
+  gauge("errand_outbox_oldest_age_seconds", "how long the oldest outbox message has waited (0 when none waits)", [], (g, stats) => {
+    if (stats.outbox) g.set((stats.outbox.oldestAgeMs ?? 0) / 1000);
   });
   gauge("errand_failure_rate", "failed ÷ (completed + failed) over the window", ["kind", "window"], (g, stats) => {
     for (const [kind, s] of Object.entries(stats.kinds)) {

@@ -1,4 +1,6 @@
+import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
+import { registerQueueGauges } from "../../src/observe/metrics.js";
 import { ValidationError } from "../../src/index.js";
 import { useTestErrand } from "../support/db.js";
 
@@ -70,5 +72,23 @@ describe("publish", () => {
       ]),
     ).rejects.toThrow(/^messages\[1\]\.topic: "a b" is not a topic/);
     expect(await rows()).toEqual([]);
+  });
+
+  it("stats and the Prometheus gauges show the outbox's backlog and the age of its oldest message", async () => {
+    expect((await t.errand.stats()).outbox).toEqual({ messages: 0, oldestAgeMs: null });
+    await t.errand.publishMany([
+      { topic: "a.b", message: 1 },
+      { topic: "a.b", message: 2 },
+    ]);
+    await t.sql(`UPDATE ${t.schema}.outbox SET created_at = now() - interval '90 seconds' WHERE message = '1'`);
+    const { outbox } = await t.errand.stats();
+    expect(outbox?.messages).toBe(2);
+    expect(outbox?.oldestAgeMs).toBeGreaterThanOrEqual(90_000);
+    expect(outbox?.oldestAgeMs).toBeLessThan(120_000);
+    const registry = new Registry();
+    registerQueueGauges(registry, () => t.errand.stats());
+    const text = await registry.metrics();
+    expect(text).toMatch(/^errand_outbox_messages 2$/m);
+    expect(text).toMatch(/^errand_outbox_oldest_age_seconds (9\d|1[01]\d)(\.\d+)?$/m);
   });
 });
