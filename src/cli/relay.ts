@@ -32,12 +32,12 @@ export function register(program: Command): void {
     { embeddedByDefault: false },
   ).action(async (flags: RelayFlags) => {
     let signals = 0;
-    let stop: (() => Promise<void>) | undefined;
+    const running: { stop?: () => Promise<void> } = {}; // set once connected
     const shutdown = (signal: NodeJS.Signals) => {
       if (++signals > 1) process.exit(130);
       logLine({ level: "info", event: "shutting_down", signal });
       setTimeout(() => process.exit(1), 30_000).unref();
-      if (stop) void stop().then(() => process.exit(0), () => process.exit(1));
+      if (running.stop) void running.stop().then(() => process.exit(0), () => process.exit(1));
     };
     process.on("SIGTERM", shutdown);
     process.on("SIGINT", shutdown);
@@ -54,9 +54,9 @@ export function register(program: Command): void {
       ...(flags.pollInterval !== undefined ? { pollIntervalMs: flags.pollInterval } : {}),
       onEvent: (event) => logEvent(event, flags.verbose === true),
     });
-    stop = () => relay.stop().then(() => errand.close());
+    running.stop = () => relay.stop().then(() => errand.close());
     await relay.start();
-    if (signals > 0) await stop().then(() => process.exit(0));
+    if (signals > 0) await running.stop().then(() => process.exit(0));
   });
 }
 
