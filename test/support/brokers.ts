@@ -54,11 +54,13 @@ export async function testStream(topics?: readonly string[]) {
   };
 }
 
-/** A durable RabbitMQ queue bound to amq.topic for `<prefix>.#`, read back in order. */
-export async function testQueue() {
-  const prefix = uniqueName("t");
+/** A durable RabbitMQ queue bound to amq.topic for `<prefix>.#` (a new name unless given), read back in order. */
+export async function testQueue(name?: string) {
+  const prefix = name ?? uniqueName("t");
   const connection = await amqp.connect(amqpUrl);
+  connection.on("error", () => {}); // a broker restart closes it; the restart test reopens by name
   const channel = await connection.createChannel();
+  channel.on("error", () => {});
   await channel.assertQueue(prefix, { durable: true });
   await channel.bindQueue(prefix, "amq.topic", `${prefix}.#`);
   return {
