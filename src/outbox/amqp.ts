@@ -10,7 +10,7 @@ import { type OutboxMessage, type Transport, type TransportOptions, importOption
 
 /** Connects to RabbitMQ at `url`, opens a confirm channel and checks the exchange. */
 export async function openAmqp(url: string, options: TransportOptions): Promise<Transport> {
-  const amqp = await importOptional("amqplib", () => import("amqplib"), "errand relay --to amqp://…");
+  const amqp = await importOptional<typeof import("amqplib")>("amqplib", "errand relay --to amqp://…");
   const timeoutMs = options.publishTimeoutMs ?? 10_000;
   const exchange = options.exchange ?? "amq.topic";
   let connection: Awaited<ReturnType<typeof amqp.connect>>;

@@ -13,8 +13,8 @@ const purpose = "errand relay --to nats://…";
 
 /** Connects to the NATS server at `url` and checks JetStream (and the stream, when named). */
 export async function openNats(url: string, options: TransportOptions): Promise<Transport> {
-  const nats = await importOptional("@nats-io/transport-node", () => import("@nats-io/transport-node"), purpose);
-  const js = await importOptional("@nats-io/jetstream", () => import("@nats-io/jetstream"), purpose);
+  const nats = await importOptional<typeof import("@nats-io/transport-node")>("@nats-io/transport-node", purpose);
+  const js = await importOptional<typeof import("@nats-io/jetstream")>("@nats-io/jetstream", purpose);
   const parsed = new URL(url);
   const timeoutMs = options.publishTimeoutMs ?? 10_000;
   let nc: Awaited<ReturnType<typeof nats.connect>>;

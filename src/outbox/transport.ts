@@ -68,10 +68,15 @@ export async function openTransport(url: string, options: TransportOptions = {})
   return openAmqp(url, options);
 }
 
-/** Imports an optional dependency, or says which package to install. */
-export async function importOptional<T>(name: string, load: () => Promise<T>, purpose: string): Promise<T> {
+/**
+ * Imports an optional dependency, or says which package to install. The specifier is a
+ * variable, so bundlers leave the import to run time instead of requiring the package
+ * in every app that bundles errand.
+ */
+export async function importOptional<T>(name: string, purpose: string): Promise<T> {
+  const specifier: string = name;
   try {
-    return await load();
+    return (await import(specifier)) as T;
   } catch (error) {
     const code = (error as { code?: string }).code;
     if (code === "ERR_MODULE_NOT_FOUND" || code === "MODULE_NOT_FOUND") {
