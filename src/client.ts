@@ -28,6 +28,8 @@ import { type QueueStats, readStats } from "./observe/stats.js";
 import { traceEnqueue } from "./observe/tracing.js";
 import { type Batch, type BatchMember, type BatchResult, type BatchSpec, type ListBatchesOptions, createBatch, listBatchMembers, listBatches, readBatch } from "./batches.js";
 import { type PauseTarget, type Paused, readPaused, setPaused } from "./queues.js";
+import { type MessageSpec, type PublishOptions, type PublishResult, publishMessages } from "./outbox/publish.js";
+import { Relay, type RelayOptions } from "./outbox/relay.js";
 
 /** @deprecated The same type as {@link Queryable}, under its former name. */
 export type SqlClient = Queryable;
@@ -111,6 +113,7 @@ export class Errand<Jobs extends JobMap<Jobs> = UntypedJobs> {
   readonly kinds: ReadonlyMap<string, ResolvedKind>;
   readonly #queries: Queries;
   readonly #enqueue: EnqueueTarget;
+  readonly #maxPayloadBytes: number;
   readonly #workers = new Set<Worker>();
   readonly #waiters: Waiters;
   #closed: Promise<void> | undefined;
@@ -125,6 +128,7 @@ export class Errand<Jobs extends JobMap<Jobs> = UntypedJobs> {
     this.schema = schema;
     this.kinds = kinds;
     this.#enqueue = { driver, schema, kinds, maxPayloadBytes, schemas };
+    this.#maxPayloadBytes = maxPayloadBytes;
     this.#queries = queriesFor(schema);
     this.#waiters = new Waiters(driver, waitChannelFor(schema), (id) => this.getJob(id));
     // Slots are enqueued as untyped specs: their kind and payload were checked when declared.
@@ -224,6 +228,43 @@ export class Errand<Jobs extends JobMap<Jobs> = UntypedJobs> {
   /** A batch's members by id (page with `afterId`); a NotFoundError for an unknown batch. */
   batchMembers(id: string | number, options: { readonly afterId?: string | number; readonly limit?: number } = {}): Promise<BatchMember[]> {
     return listBatchMembers(this.driver, this.schema, id, options);
+  }
+
+  /**
+   * Writes a message to the outbox for `errand relay` to deliver to NATS JetStream or
+   * RabbitMQ. Pass `db` to publish inside your own transaction: commit and it will be
+   * delivered, roll back and it never existed. Messages with the same `key` are delivered
+   * in the order they were published. See "Beyond one database" in the README.
+   *
+   * @example
+   * ```ts
+   * await errand.publish("orders.created", { orderId: 1042 }, { db: client, key: "order:1042" });
+   * ```
+   */
+  async publish(topic: string, message: Json, options: PublishOptions = {}): Promise<PublishResult> {
+    if (typeof options !== "object" || options === null) throw new ValidationError("options", "must be an object");
+    const { db, ...rest } = options;
+    const [result] = await publishMessages({ driver: this.driver, schema: this.schema, maxPayloadBytes: this.#maxPayloadBytes }, [{ topic, message, ...rest }], { db, single: true });
+    return result!;
+  }
+
+  /** Writes many messages to the outbox in one statement; results in input order, an error names the message (`messages[3].topic`). */
+  publishMany(messages: readonly MessageSpec[], options: { readonly db?: Queryable | undefined } = {}): Promise<PublishResult[]> {
+    return publishMessages({ driver: this.driver, schema: this.schema, maxPayloadBytes: this.#maxPayloadBytes }, messages, { db: options?.db });
+  }
+
+  /**
+   * A service that relays the outbox to a broker (`nats://…` or `amqp://…`); `start()`
+   * connects and relays until `stop()`, and `errand.close()` stops it. Several may run at once.
+   *
+   * @example
+   * ```ts
+   * const relay = errand.relay({ to: "nats://127.0.0.1:4222", stream: "EVENTS" });
+   * await relay.start();
+   * ```
+   */
+  relay(options: RelayOptions): Relay {
+    return this.#service(new Relay(this.driver, this.schema, options));
   }
 
   /**
@@ -487,4 +528,4 @@ function deadFilter(selector: DeadSelector): [string[] | null, string | null] {
   throw new ValidationError("selector", "must be { ids }, { kind } or { all: true }");
 }
 
-export type { EnqueueOptions, EnqueueResult, JobSpec, Json };
+export type { EnqueueOptions, EnqueueResult, JobSpec, Json, MessageSpec, PublishOptions, PublishResult };

@@ -51,7 +51,11 @@ export type ErrandErrorCode =
   /** `waitFor` reached its `timeoutMs` before the job finished (the job itself is not affected). */
   | "wait_timeout"
   /** `waitFor` was still waiting when the errand was closed. */
-  | "closed";
+  | "closed"
+  /** The relay could not reach its broker when starting, or the broker lacks the stream or exchange it needs. */
+  | "broker_unreachable"
+  /** An optional feature's package is not installed; the message names it. */
+  | "missing_dependency";
 
 /**
  * Every error errand raises on purpose is an {@link ErrandError} with a stable `code`,

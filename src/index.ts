@@ -52,7 +52,7 @@ export { Scheduler, type SchedulerOptions, type SchedulerEvent, type SchedulerTi
 export type { ScheduleSpec, ScheduleSettings, OverlapPolicy, MissedPolicy, ScheduleJobOptions } from "./schedules/spec.js";
 export type { ScheduleInfo } from "./schedules/info.js";
 export type { Clock } from "./clock.js";
-export type { QueueStats, KindStats, WindowStats } from "./observe/stats.js";
+export type { QueueStats, KindStats, WindowStats, OutboxStats } from "./observe/stats.js";
 export { Purger, type PurgerOptions, type PurgeOptions, type PurgeResult, Pruner, type PrunerOptions, type PruneOptions, type PruneResult } from "./maintenance/purger.js";
 export { defaultRetentionMs } from "./defaults.js";
 export type { Rescuer, RescuerOptions, RescueResult } from "./maintenance/rescuer.js";
@@ -64,3 +64,6 @@ export { retrySchedule, retryPlanText, capacity, capacityPlanText, type RetrySte
 export { fromPostgresJs, type PostgresJsSql } from "./driver/postgres-js.js";
 export { fromKysely, type KyselyExecutor, type KyselyRawQuery } from "./driver/kysely.js";
 export { fromDrizzle, type DrizzleDatabase, type DrizzleSqlHelper } from "./driver/drizzle.js";
+export type { MessageSpec, PublishOptions, PublishResult } from "./outbox/publish.js";
+export type { Relay, RelayOptions, RelayEvent, RelayResult } from "./outbox/relay.js";
+export type { TransportOptions } from "./outbox/transport.js";

@@ -13,6 +13,7 @@ import * as pause from "./pause.js";
 import * as metrics from "./metrics.js";
 import * as plan from "./plan.js";
 import * as purge from "./purge.js";
+import * as relay from "./relay.js";
 import * as stats from "./stats.js";
 import * as schedules from "./schedules.js";
 import * as worker from "./worker.js";
@@ -20,7 +21,7 @@ import * as worker from "./worker.js";
 const { version } = createRequire(import.meta.url)("../../package.json") as { version: string };
 
 // One file per command; each exports register(program).
-const commands = [migrate, worker, enqueue, cancel, pause, batches, dead, demo, dashboard, schedules, stats, purge, plan, metrics];
+const commands = [migrate, worker, enqueue, cancel, pause, batches, dead, demo, dashboard, schedules, stats, purge, plan, metrics, relay];
 
 const program = new Command("errand")
   .description("background jobs on PostgreSQL (or the embedded PGlite database)")

@@ -1,6 +1,7 @@
 import type { Driver } from "../driver/types.js";
 import { type QueueDepth, readQueueDepths } from "../queues.js";
 import { observeQueriesFor } from "../sql/observe.js";
+import { outboxQueriesFor } from "../sql/outbox.js";
 
 /** Outcomes over a recent window. */
 export interface WindowStats {
@@ -38,8 +39,18 @@ export interface KindStats {
   readonly lastHour: WindowStats;
 }
 
+/** The outbox (errand.publish): messages not yet relayed. */
+export interface OutboxStats {
+  /** Messages waiting for the relay. */
+  readonly messages: number;
+  /** How long the oldest waiting message has waited, in ms (null when none waits). */
+  readonly oldestAgeMs: number | null;
+}
+
 /** A snapshot of the queue. */
 export interface QueueStats {
+  /** The outbox's backlog (present when read from the database). */
+  readonly outbox?: OutboxStats;
   /** The database's time of the snapshot. */
   readonly at: Date;
   /** All kinds together. */
@@ -79,11 +90,17 @@ interface StatsRow {
  * what it costs). Usually called as `errand.stats()`.
  */
 export async function readStats(driver: Driver, schema: string): Promise<QueueStats> {
-  const [{ rows }, { queues, pausedKinds }] = await Promise.all([driver.run<StatsRow>(observeQueriesFor(schema).stats, []), readQueueDepths(driver, schema)]);
+  const [{ rows }, { queues, pausedKinds }, backlog] = await Promise.all([
+    driver.run<StatsRow>(observeQueriesFor(schema).stats, []),
+    readQueueDepths(driver, schema),
+    driver.run<{ messages: string | number; oldest_ms: string | number | null }>(outboxQueriesFor(schema).backlog, []),
+  ]);
   const at = new Date(rows[0]!.at);
   const kinds: Record<string, KindStats> = {};
   for (const row of rows) if (row.kind !== null) kinds[row.kind] = toKindStats(row);
-  return { at, total: sumStats(Object.values(kinds)), kinds, queues, pausedKinds };
+  const { messages, oldest_ms } = backlog.rows[0]!;
+  const outbox = { messages: Number(messages), oldestAgeMs: oldest_ms === null ? null : Math.max(0, Math.round(Number(oldest_ms))) };
+  return { at, total: sumStats(Object.values(kinds)), kinds, queues, pausedKinds, outbox };
 }
 
 function toKindStats(row: StatsRow): KindStats {
