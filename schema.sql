@@ -6,11 +6,12 @@ CREATE FUNCTION errand.count_deletes() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 BEGIN
-  INSERT INTO "errand".done_counts AS c (kind, shard, done)
-  SELECT kind, pg_backend_pid() % 4, -count(*) FROM old_rows WHERE status = 'done'
+  INSERT INTO "errand".done_counts AS c (kind, shard, done, cancelled)
+  SELECT kind, pg_backend_pid() % 4, -count(*) FILTER (WHERE status = 'done'), -count(*) FILTER (WHERE status = 'cancelled')
+  FROM old_rows WHERE status IN ('done', 'cancelled')
   GROUP BY kind
   ORDER BY kind
-  ON CONFLICT (kind, shard) DO UPDATE SET done = c.done + excluded.done;
+  ON CONFLICT (kind, shard) DO UPDATE SET done = c.done + excluded.done, cancelled = c.cancelled + excluded.cancelled;
   RETURN NULL;
 END;
 $$;
@@ -42,7 +43,8 @@ CREATE TABLE errand.alert_incidents (
 CREATE TABLE errand.done_counts (
     kind text NOT NULL,
     shard smallint NOT NULL,
-    done bigint DEFAULT 0 NOT NULL
+    done bigint DEFAULT 0 NOT NULL,
+    cancelled bigint DEFAULT 0 NOT NULL
 );
 
 CREATE TABLE errand.jobs (
@@ -175,6 +177,8 @@ ALTER TABLE ONLY errand.schedule_runs
 
 ALTER TABLE ONLY errand.schedules
     ADD CONSTRAINT schedules_pkey PRIMARY KEY (name);
+
+CREATE INDEX jobs_cancelled ON errand.jobs USING btree (finished_at) WHERE (status = 'cancelled'::text);
 
 CREATE INDEX jobs_dead ON errand.jobs USING btree (kind, id) WHERE (status = 'dead'::text);
 
