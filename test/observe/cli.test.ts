@@ -20,7 +20,7 @@ beforeAll(async () => {
 
 describe("observability commands", () => {
   it("errand stats prints a table, and JSON with --json", async () => {
-    const table = await errandCli(["stats", ...db.flags], { COLUMNS: "200" });
+    const table = await errandCli(["stats", ...db.flags], { COLUMNS: "300" });
     expect(table.code).toBe(0);
     const lines = table.stdout.split("\n");
     expect(lines[0]).toMatch(/^kind\s+ready\s+scheduled\s+running\s+done\s+dead\s+cancelled\s+oldest ready\s+expired leases\s+done\/1m\s+failed\/1m\s+timed out\/1m\s+cancelled\/1m\s+done\/1h\s+failed\/1h\s+timed out\/1h\s+cancelled\/1h/);
