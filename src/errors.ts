@@ -44,6 +44,8 @@ export type ErrandErrorCode =
   | "invalid_migrations"
   /** An isolated handler's thread or process exited before the handler finished. */
   | "isolate_exited"
+  /** What was asked cannot work where it was asked: `ctx.complete(tx)` in an isolated handler. */
+  | "unsupported"
   /** A stored job row cannot be run as it is (e.g. its `retry` column is not a policy); that job alone goes dead. */
   | "invalid_job"
   /** A job's outcome could not be written even alone; it was moved to dead, or runs again after its lease. */

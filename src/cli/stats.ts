@@ -17,12 +17,12 @@ interface StatsFlags extends DatabaseFlags {
 /** Clears a terminal and puts the cursor top left, so each refresh redraws in place. */
 const redraw = "\x1b[H\x1b[2J";
 
-/** `errand stats [--json] [--watch [seconds]] [--kind K]`: queue depth, ages, recent outcomes, dead letters. */
+/** `errand stats [--json] [--watch [seconds]] [--kind K]`: queue depth, ages, recent outcomes (timeouts and cancels too), dead letters. */
 export function register(program: Command): void {
   withDatabase(
     program
       .command("stats")
-      .description("queue figures per kind and in total: ready, scheduled, running, done, dead, oldest ready age, recent outcomes")
+      .description("queue figures per kind and in total: ready, scheduled, running, done, dead, cancelled, oldest ready age, recent outcomes (timeouts and cancels among them)")
       .option("--json", "print one JSON object (with --watch, one per refresh, one per line)")
       .option("--watch [seconds]", `refresh every few seconds (default ${inSeconds(defaultWatchMs)}) until Ctrl-C: in place on a terminal, one snapshot after another when piped`, secondsArg(false))
       .option("--kind <kind>", "only this kind"),
@@ -76,12 +76,17 @@ const columns: readonly Column<[string, KindStats]>[] = [
   { header: "running", cell: ([, s]) => count(s.running), right: true },
   { header: "done", cell: ([, s]) => count(s.done), right: true, hideRank: 3 },
   { header: "dead", cell: ([, s]) => count(s.dead), right: true, style: ([, s]) => (s.dead > 0 ? "red" : undefined) },
+  { header: "cancelled", cell: ([, s]) => count(s.cancelled), right: true, hideRank: 9 },
   { header: "oldest ready", cell: ([, s]) => (s.oldestReadyAgeMs === null ? "-" : humanAge(s.oldestReadyAgeMs)), right: true },
   { header: "expired leases", cell: ([, s]) => count(s.expiredLeases), right: true, hideRank: 1, style: ([, s]) => (s.expiredLeases > 0 ? "yellow" : undefined) },
   { header: "done/1m", cell: ([, s]) => count(s.lastMinute.completed), right: true, hideRank: 7 },
   { header: "failed/1m", cell: ([, s]) => count(s.lastMinute.failed), right: true, hideRank: 6 },
+  { header: "timed out/1m", cell: ([, s]) => count(s.lastMinute.timedOut), right: true, hideRank: 11, style: ([, s]) => (s.lastMinute.timedOut > 0 ? "yellow" : undefined) },
+  { header: "cancelled/1m", cell: ([, s]) => count(s.lastMinute.cancelled), right: true, hideRank: 12 },
   { header: "done/1h", cell: ([, s]) => count(s.lastHour.completed), right: true, hideRank: 5 },
   { header: "failed/1h", cell: ([, s]) => count(s.lastHour.failed), right: true, hideRank: 4 },
+  { header: "timed out/1h", cell: ([, s]) => count(s.lastHour.timedOut), right: true, hideRank: 8, style: ([, s]) => (s.lastHour.timedOut > 0 ? "yellow" : undefined) },
+  { header: "cancelled/1h", cell: ([, s]) => count(s.lastHour.cancelled), right: true, hideRank: 10 },
   { header: "fail rate/1h", cell: ([, s]) => (s.lastHour.failureRate === null ? "-" : `${(s.lastHour.failureRate * 100).toFixed(1)}%`), right: true, hideRank: 2 },
 ];
 

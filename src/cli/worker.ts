@@ -143,7 +143,7 @@ export function register(program: Command): void {
       flags.pruner === false
         ? undefined
         : errand.purger({
-            onPurge: (result) => result.done + result.dead > 0 && logLine({ level: "info", event: "pruned", ...result }),
+            onPurge: (result) => result.done + result.cancelled + result.dead > 0 && logLine({ level: "info", event: "pruned", ...result }),
             onError: (error) => logLine({ level: "error", event: "error", during: "prune", error: String(error) }),
           });
     stop = () =>

@@ -9,6 +9,7 @@ import { css, js } from "./assets.js";
 import type { DashboardDeps, DashboardEnv, DashboardOptions } from "./context.js";
 import { DashboardData } from "./data.js";
 import { type PageContext, messagePage } from "./layout.js";
+import { registerCancel } from "./routes/cancel.js";
 import { registerActions } from "./routes/dead-actions.js";
 import { registerBatches } from "./routes/batches.js";
 import { registerPages } from "./routes/pages.js";
@@ -82,6 +83,7 @@ export function createDashboard(errand: Errand, options: DashboardOptions = {}):
   registerSchedules(app, deps);
   registerBatches(app, deps);
   registerQueueActions(app, deps);
+  registerCancel(app, deps);
 
   app.notFound((c) => deps.send(c, messagePage(c.get("page") ?? fallbackPage(base, resolved.readOnly), "Not found", "There is no such page in the dashboard."), 404));
   app.onError((error, c) => {

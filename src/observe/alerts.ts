@@ -149,4 +149,4 @@ export class Alerter implements Service<Alert[]> {
 }
 
 const emptyWindow = { completed: 0, failed: 0, died: 0, timedOut: 0, cancelled: 0, failureRate: null };
-const emptyKind: KindStats = { ready: 0, scheduled: 0, running: 0, done: 0, dead: 0, oldestReadyAgeMs: null, expiredLeases: 0, lastMinute: emptyWindow, lastHour: emptyWindow };
+const emptyKind: KindStats = { ready: 0, scheduled: 0, running: 0, done: 0, dead: 0, cancelled: 0, oldestReadyAgeMs: null, expiredLeases: 0, lastMinute: emptyWindow, lastHour: emptyWindow };

@@ -51,7 +51,7 @@ export function registerQueueGauges(registry: Registry, read: () => Promise<Queu
     });
   gauge("errand_jobs", "jobs by kind and state (ready = due now, scheduled = due later)", ["kind", "state"], (g, stats) => {
     for (const [kind, s] of Object.entries(stats.kinds)) {
-      for (const state of ["ready", "scheduled", "running", "done", "dead"] as const) g.set({ kind, state }, s[state]);
+      for (const state of ["ready", "scheduled", "running", "done", "dead", "cancelled"] as const) g.set({ kind, state }, s[state]);
     }
   });
   gauge("errand_oldest_ready_age_seconds", "how long the oldest due job has waited", ["kind"], (g, stats) => {

@@ -29,6 +29,8 @@ export interface KindStats {
   /** Done jobs still in the table (the pruner deletes them after the retention). */
   readonly done: number;
   readonly dead: number;
+  /** Cancelled jobs still in the table (`errand.cancel`; the purger deletes them with the done ones). */
+  readonly cancelled: number;
   /** How long the oldest due job has waited, in ms (null when none is due). */
   readonly oldestReadyAgeMs: number | null;
   /** Running jobs whose lease has expired (their worker died or overran); the rescuer returns them. */
@@ -73,6 +75,7 @@ interface StatsRow {
   expired: string | number | null;
   dead: string | number | null;
   done: string | number | null;
+  cancelled: string | number | null;
   done_1m: string | number | null;
   failed_1m: string | number | null;
   died_1m: string | number | null;
@@ -110,6 +113,7 @@ function toKindStats(row: StatsRow): KindStats {
     running: n(row.running),
     done: n(row.done),
     dead: n(row.dead),
+    cancelled: n(row.cancelled),
     oldestReadyAgeMs: row.oldest_ready_ms === null ? null : Math.max(0, Math.round(Number(row.oldest_ready_ms))),
     expiredLeases: n(row.expired),
     lastMinute: windowStats(n(row.done_1m), n(row.failed_1m), n(row.died_1m), n(row.timed_out_1m), n(row.cancelled_1m)),
@@ -129,6 +133,7 @@ export function sumStats(list: readonly KindStats[]): KindStats {
     running: add((s) => s.running),
     done: add((s) => s.done),
     dead: add((s) => s.dead),
+    cancelled: add((s) => s.cancelled),
     oldestReadyAgeMs: ages.length ? Math.max(...ages) : null,
     expiredLeases: add((s) => s.expiredLeases),
     lastMinute: window((s) => s.lastMinute),

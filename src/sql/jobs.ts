@@ -492,7 +492,8 @@ function build(s: string, channel: string, waitChannel: string): Queries {
      * handler and lets go; a notice on the jobs channel (cancelNotice) makes the workers send
      * that heartbeat at once. Explicit ids are all-or-nothing: if one is unknown or already
      * finished, nothing changes and the rows say why. By kind: only its ready and running
-     * jobs. Counted for stats (outcome_counts.cancelled), and announced to waitFor like
+     * jobs. Counted for stats (outcome_counts.cancelled, and done_counts.cancelled: the
+     * cancelled jobs retained, which the delete trigger subtracts), and announced to waitFor like
      * every other finish.
      * $1 id bigint[] (null = by kind), $2 kind (null = any); rows: id, status (before),
      * cancelled (whether this statement cancelled it)
@@ -517,6 +518,10 @@ function build(s: string, channel: string, waitChannel: string): Queries {
         SELECT to_timestamp(floor(extract(epoch FROM now()) / 10) * 10), kind, pg_backend_pid() % 4, count(*)
         FROM changed GROUP BY kind ORDER BY kind
         ON CONFLICT (bucket, kind, shard) DO UPDATE SET cancelled = c.cancelled + excluded.cancelled
+      ), retained AS (
+        INSERT INTO ${s}.done_counts AS c (kind, shard, cancelled)
+        SELECT kind, pg_backend_pid() % 4, count(*) FROM changed GROUP BY kind ORDER BY kind
+        ON CONFLICT (kind, shard) DO UPDATE SET cancelled = c.cancelled + excluded.cancelled
       )
       SELECT f.id, f.status, c.id IS NOT NULL AS cancelled,
              CASE WHEN c.was = 'running' THEN pg_notify('${channel}', '${cancelNotice}') END IS NULL AS stopped,
