@@ -6,8 +6,8 @@ describe("defaults", () => {
   it("are the ones a worker actually uses", () => {
     // worker-options.ts still spells some of these out; this keeps the two equal.
     const settings = resolveWorkerOptions({ handlers: {} }, new Map());
+    expect(settings.queues).toEqual(new Map([[defaults.defaultQueue, defaults.defaultConcurrency]]));
     expect(settings).toMatchObject({
-      concurrency: defaults.defaultConcurrency,
       leaseMs: defaults.defaultLeaseMs,
       pollIntervalMs: defaults.defaultPollIntervalMs,
       shutdownTimeoutMs: defaults.defaultShutdownTimeoutMs,
