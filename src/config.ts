@@ -34,7 +34,7 @@ export interface ErrandConfig {
 }
 
 const configKeys = ["kinds", "schedules", "worker"];
-const kindKeys = ["maxAttempts", "retry", "leaseMs", "priority", "handler"];
+const kindKeys = ["maxAttempts", "retry", "leaseMs", "priority", "concurrencyKey", "handler"];
 const workerKeys = ["concurrency", "prefetch", "leaseMs", "pollIntervalMs", "shutdownTimeoutMs", "heartbeatIntervalMs", "rescueIntervalMs"];
 
 /**

@@ -8,6 +8,7 @@ import type { Driver, Queryable, Statement } from "./driver/types.js";
 import { ErrandError, ValidationError } from "./errors.js";
 import { type ByKind, type Kind, type PayloadField, type StandardSchemaV1, type UntypedJobs, validatePayloads } from "./jobs.js";
 import type { ResolvedKind } from "./options.js";
+import { checkConcurrencyKey } from "./limits.js";
 import { serialisePayload } from "./payload.js";
 import { type RetryPolicy, resolveRetryPolicy } from "./retry-policy.js";
 import { queriesFor } from "./sql/jobs.js";
@@ -25,6 +26,11 @@ export interface EnqueueOptions {
   readonly priority?: number;
   /** A second enqueue with the same key is a no-op that returns the first job's id. At most 1,000 bytes. */
   readonly dedupeKey?: string;
+  /**
+   * The job's concurrency key, e.g. `"tenant:42"`: the limits set on it (`errand.limits.set`)
+   * apply, and jobs are taken round-robin across keys. Default: the kind's, else none.
+   */
+  readonly concurrencyKey?: string;
   /** Backoff for this job only. */
   readonly retry?: Partial<RetryPolicy>;
   /** Maximum run time of each attempt of this job, in ms (whole, ≥ 1). Default: the kind's, else 30 minutes. */
@@ -76,7 +82,7 @@ export interface EnqueueTarget {
   readonly schemas: ReadonlyMap<string, StandardSchemaV1>;
 }
 
-const specKeys = ["kind", "payload", "runAt", "delay", "maxAttempts", "priority", "dedupeKey", "retry", "timeoutMs"];
+const specKeys = ["kind", "payload", "runAt", "delay", "maxAttempts", "priority", "dedupeKey", "retry", "timeoutMs", "concurrencyKey"];
 
 /**
  * Enqueues `specs` in one statement (one round trip), on `db` when given (the caller's
@@ -119,7 +125,7 @@ export interface EncodedJobs {
   /**
    * A JSON array with one object per job, keyed by column: `kind`, `payload`, `run_at`
    * (ISO text; absent = now), `delay_ms` (absent = 0), `max_attempts`, `priority`,
-   * `dedupe_key`, `retry` and `timeout_ms` (absent = none). `jobFields` in src/sql/jobs.ts reads them.
+   * `dedupe_key`, `retry`, `timeout_ms` and `concurrency_key` (absent = none). `jobFields` in src/sql/jobs.ts reads them.
    */
   readonly json: string;
   /** Each job's dedupe key, or null, in input order. */
@@ -153,6 +159,8 @@ export function encodeJobs(specs: readonly JobSpec[], kinds: ReadonlyMap<string,
     if (dedupeKey !== null) entry += `,"dedupe_key":${JSON.stringify(dedupeKey)}`;
     if (spec.retry !== undefined) entry += `,"retry":${JSON.stringify(resolveRetryPolicy(spec.retry, `${field}retry`, kind?.retry ?? defaultRetryPolicy))}`;
     if (spec.timeoutMs !== undefined) entry += `,"timeout_ms":${timeoutMs(spec.timeoutMs, `${field}timeoutMs`)}`;
+    const concurrencyKey = spec.concurrencyKey === undefined ? kind?.concurrencyKey : checkConcurrencyKey(spec.concurrencyKey, `${field}concurrencyKey`);
+    if (concurrencyKey !== undefined) entry += `,"concurrency_key":${JSON.stringify(concurrencyKey)}`;
     dedupeKeys.push(dedupeKey);
     entries.push(`${entry}}`);
   });

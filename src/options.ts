@@ -1,5 +1,6 @@
 import { defaultMaxAttempts, defaultPriority } from "./defaults.js";
 import { type RetryPolicy, resolveRetryPolicy } from "./retry-policy.js";
+import { checkConcurrencyKey } from "./limits.js";
 import { checkKeys, checkMaxAttempts, integer, positiveMs, timeoutMs } from "./validate.js";
 
 
@@ -19,6 +20,11 @@ export interface KindOptions {
    * usual). Not the lease, which heartbeats extend while the handler runs. Default 30 minutes.
    */
   readonly timeoutMs?: number;
+  /**
+   * The concurrency key of this kind's jobs unless an enqueue gives its own: with a limit
+   * on that key (`errand.limits.set`), a limit for the whole kind. Default: none.
+   */
+  readonly concurrencyKey?: string;
 }
 
 /** {@link KindOptions} with defaults filled in. */
@@ -29,6 +35,7 @@ export interface ResolvedKind {
   readonly priority: number;
   /** Undefined: the worker's default applies. */
   readonly timeoutMs: number | undefined;
+  readonly concurrencyKey?: string | undefined;
 }
 
 /** Validates every kind's options once, at construction; errors name `<parent>.<kind>.<option>`. */
@@ -36,13 +43,14 @@ export function resolveKinds(kinds: Readonly<Record<string, KindOptions>> | unde
   const resolved = new Map<string, ResolvedKind>();
   for (const [kind, options] of Object.entries(kinds ?? {})) {
     const field = `${parent}.${kind}`;
-    checkKeys(options, field, ["maxAttempts", "retry", "leaseMs", "priority", "timeoutMs"]);
+    checkKeys(options, field, ["maxAttempts", "retry", "leaseMs", "priority", "timeoutMs", "concurrencyKey"]);
     resolved.set(kind, {
       maxAttempts: options.maxAttempts === undefined ? defaultMaxAttempts : checkMaxAttempts(options.maxAttempts, `${field}.maxAttempts`),
       retry: resolveRetryPolicy(options.retry, `${field}.retry`),
       leaseMs: options.leaseMs === undefined ? undefined : positiveMs(options.leaseMs, `${field}.leaseMs`),
       priority: options.priority === undefined ? defaultPriority : integer(options.priority, `${field}.priority`),
       timeoutMs: options.timeoutMs === undefined ? undefined : timeoutMs(options.timeoutMs, `${field}.timeoutMs`),
+      concurrencyKey: options.concurrencyKey === undefined ? undefined : checkConcurrencyKey(options.concurrencyKey, `${field}.concurrencyKey`),
     });
   }
   return resolved;

@@ -9,9 +9,15 @@ import { migration as m007 } from "./007-row-checks.js";
 import { migration as m008 } from "./008-timeout-cancel.js";
 import { migration as m009 } from "./009-checkpoint.js";
 import { migration as m010 } from "./010-results-progress.js";
+import { migration as m011 } from "./011-placeholder-batches.js";
+import { migration as m012 } from "./012-placeholder-dedupe.js";
+import { migration as m013 } from "./013-placeholder-queues.js";
+import { migration as m014 } from "./014-placeholder-outbox.js";
+import { migration as m015 } from "./015-placeholder-rest16.js";
+import { migration as m016 } from "./016-limits.js";
 
 /**
  * Every migration, in order. A new one is a new file `NNN-name.ts` exporting `migration`
  * (copy the last one) and one more line here; an applied migration is never edited.
  */
-export const migrations: readonly Migration[] = [m001, m002, m003, m004, m005, m006, m007, m008, m009, m010];
+export const migrations: readonly Migration[] = [m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012, m013, m014, m015, m016];

@@ -39,14 +39,16 @@ const jobColumns = `j.id, j.kind, j.payload, j.status, j.priority, j.attempts, j
  * keyed by column — see EncodedJobs in src/enqueue.ts, which writes them. The record
  * definition names and types each field once; absent fields are null (a JSON null
  * payload too, hence the coalesce). Columns: ord (input order), kind, payload, run_at
- * (the given time, else now() + delay_ms), max_attempts, priority, dedupe_key, retry, timeout_ms.
+ * (the given time, else now() + delay_ms), max_attempts, priority, dedupe_key, retry, timeout_ms,
+ * concurrency_key.
  */
 const jobInput = `(SELECT t.ord, t.kind, coalesce(t.payload, 'null') AS payload,
                coalesce(t.run_at, now() + coalesce(t.delay_ms, 0) * interval '1 millisecond') AS run_at,
-               t.max_attempts, t.priority, t.dedupe_key, t.retry, t.timeout_ms
+               t.max_attempts, t.priority, t.dedupe_key, t.retry, t.timeout_ms, t.concurrency_key
         FROM ROWS FROM (jsonb_to_recordset($1::jsonb) AS (kind text, payload jsonb, run_at timestamptz, delay_ms float8,
-                                                         max_attempts int, priority int, dedupe_key text, retry jsonb, timeout_ms int))
-             WITH ORDINALITY AS t(kind, payload, run_at, delay_ms, max_attempts, priority, dedupe_key, retry, timeout_ms, ord))`;
+                                                         max_attempts int, priority int, dedupe_key text, retry jsonb, timeout_ms int,
+                                                         concurrency_key text))
+             WITH ORDINALITY AS t(kind, payload, run_at, delay_ms, max_attempts, priority, dedupe_key, retry, timeout_ms, concurrency_key, ord))`;
 
 /**
  * The attempt a held row is on. A claim charges an attempt only to the rows whose handlers
@@ -110,12 +112,12 @@ function build(s: string, channel: string, waitChannel: string): Queries {
         SELECT nextval((SELECT pg_get_serial_sequence('${jobs}', 'id')::regclass)) AS id, j.*
         FROM ${jobInput} AS j
       ), plain AS (
-        INSERT INTO ${jobs} (id, kind, payload, run_at, max_attempts, priority, retry, timeout_ms)
-        SELECT id, kind, payload, run_at, max_attempts, priority, retry, timeout_ms
+        INSERT INTO ${jobs} (id, kind, payload, run_at, max_attempts, priority, retry, timeout_ms, concurrency_key)
+        SELECT id, kind, payload, run_at, max_attempts, priority, retry, timeout_ms, concurrency_key
         FROM input WHERE dedupe_key IS NULL ORDER BY ord
       ), inserted AS (
-        INSERT INTO ${jobs} (id, kind, payload, run_at, max_attempts, priority, dedupe_key, retry, timeout_ms)
-        SELECT id, kind, payload, run_at, max_attempts, priority, dedupe_key, retry, timeout_ms
+        INSERT INTO ${jobs} (id, kind, payload, run_at, max_attempts, priority, dedupe_key, retry, timeout_ms, concurrency_key)
+        SELECT id, kind, payload, run_at, max_attempts, priority, dedupe_key, retry, timeout_ms, concurrency_key
         FROM input WHERE dedupe_key IS NOT NULL ORDER BY ord
         ON CONFLICT (dedupe_key) DO NOTHING
         RETURNING id, dedupe_key
@@ -136,8 +138,8 @@ function build(s: string, channel: string, waitChannel: string): Queries {
      */
     enqueuePlain: statement(`
       WITH inserted AS (
-        INSERT INTO ${jobs} (kind, payload, run_at, max_attempts, priority, retry, timeout_ms)
-        SELECT kind, payload, run_at, max_attempts, priority, retry, timeout_ms
+        INSERT INTO ${jobs} (kind, payload, run_at, max_attempts, priority, retry, timeout_ms, concurrency_key)
+        SELECT kind, payload, run_at, max_attempts, priority, retry, timeout_ms, concurrency_key
         FROM ${jobInput} AS input
         RETURNING id
       )
@@ -147,7 +149,8 @@ function build(s: string, channel: string, waitChannel: string): Queries {
     findByDedupeKeys: statement(`SELECT id, dedupe_key FROM ${jobs} WHERE dedupe_key = ANY($1::text[])`),
 
     /*
-     * claim — takes up to $1 ready, due jobs in priority then run_at order, skipping rows
+     * claim — takes up to $1 ready, due jobs without a concurrency key (keyed jobs go
+     * through claim_keyed, migration 016, which enforces their limits) in priority then run_at order, skipping rows
      * other workers hold, and leases them to worker $2 for $4 ms (or the kind's lease in
      * $3, a JSON object kind → ms). The first $5 of them (the worker's free handler slots)
      * start now: attempts + 1, started_at = now(). The others are reserved for the
@@ -164,7 +167,7 @@ function build(s: string, channel: string, waitChannel: string): Queries {
     claim: statement(`
       WITH next AS (
         SELECT ctid FROM ${jobs}
-        WHERE status = 'ready' AND run_at <= now()
+        WHERE status = 'ready' AND concurrency_key IS NULL AND run_at <= now()
         ORDER BY priority DESC, run_at, id
         LIMIT $1
         FOR UPDATE SKIP LOCKED

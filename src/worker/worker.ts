@@ -12,6 +12,7 @@ import { Completer } from "./completer.js";
 import { Heartbeat } from "./heartbeat.js";
 import { LocalLeases } from "./leases.js";
 import { ProgressWriter } from "./progress.js";
+import { KeyedClaim } from "./keyed-claim.js";
 import { Producer, maxBufferWaitMs } from "./producer.js";
 import { type WorkerEvent, type WorkerOptions, type WorkerSettings, resolveWorkerOptions } from "./worker-options.js";
 
@@ -63,7 +64,7 @@ export class Worker {
     const timeoutFor = (kind: string) => kinds.get(kind)?.timeoutMs;
     const common = { driver, queries, workerId: this.id, settings, leases, clock, emit };
     this.#progress = new ProgressWriter(driver, queries, this.id, settings.progressIntervalMs, (error) => emit({ type: "error", during: "progress", error }), clock);
-    const producer = new Producer({ ...common, handlers: options.handlers, policyFor, timeoutFor, completer: this.#completer, progress: this.#progress });
+    const producer = new Producer({ ...common, handlers: options.handlers, policyFor, timeoutFor, completer: this.#completer, progress: this.#progress, keyed: new KeyedClaim(driver, schema, clock) });
     this.#producer = producer;
     const completer = this.#completer;
     this.#heartbeat = new Heartbeat({
