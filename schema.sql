@@ -16,6 +16,8 @@ DECLARE
   n int;
   taken int := 0;
   took_in_pass int := 0;
+  keys_took int := 0;
+  quantum int := 1;
   visits int := 0;
   t timestamptz;
   oldest timestamptz;
@@ -35,7 +37,11 @@ BEGIN
       pass_first := k;
     ELSIF (wrapped AND (last_key < pass_first OR k >= pass_first)) OR (NOT wrapped AND last_key < pass_first AND k >= pass_first) THEN
       EXIT WHEN took_in_pass = 0;
+      -- The next pass shares what is left evenly among the keys that took in this one (with
+      -- one key, the second pass takes the rest at once).
+      quantum := greatest(1, ceil((p_slots - taken)::float8 / keys_took)::int);
       took_in_pass := 0;
+      keys_took := 0;
       pass_first := k;
     END IF;
     last_key := k;
@@ -46,14 +52,15 @@ BEGIN
     SELECT l.concurrency, l.rate_count, l.rate_period_ms INTO lim FROM "errand".limits l
      WHERE l.key = k OR (right(l.key, 1) = '*' AND left(k, length(l.key) - 1) = left(l.key, -1))
      ORDER BY l.key = k DESC, length(l.key) DESC LIMIT 1;
-    room := 1;
+    room := least(quantum, p_slots - taken);
     IF lim.concurrency IS NOT NULL THEN
       room := least(room, lim.concurrency - (SELECT count(*) FROM "errand".jobs r WHERE r.concurrency_key = k AND r.status = 'running'));
     END IF;
     IF room > 0 AND lim.rate_count IS NOT NULL THEN
       n := (SELECT count(*) FROM "errand".jobs r
             WHERE r.concurrency_key = k AND r.started_at > t - lim.rate_period_ms * interval '1 millisecond');
-      IF n >= lim.rate_count THEN
+      room := least(room, lim.rate_count - n);
+      IF room <= 0 THEN
         room := 0;
         -- The start whose leaving the window frees a place: then one more may start.
         oldest := (SELECT r.started_at FROM "errand".jobs r
@@ -84,6 +91,7 @@ BEGIN
     GET DIAGNOSTICS n = ROW_COUNT;
     taken := taken + n;
     took_in_pass := took_in_pass + n;
+    keys_took := keys_took + (n > 0)::int;
   END LOOP;
   RETURN QUERY SELECT NULL::bigint, NULL::text, NULL::jsonb, NULL::int, NULL::boolean, NULL::int, NULL::text, NULL::int,
                       NULL::float8, NULL::float8, NULL::text, last_key, wait;

@@ -48,7 +48,8 @@ CREATE TABLE {{schema}}.limits (
 -- claim_keyed: up to p_slots keyed jobs, all started now (no reserved rows: a job held in a
 -- worker's buffer would hold its key's slot without running), for worker p_worker with the
 -- lease p_lease_ms (or its kind's in p_leases). Keys are visited round-robin in key order,
--- starting after p_after (the last key this worker visited), one job per key per pass, until
+-- starting after p_after (the last key this worker visited), one job per key in the first pass
+-- and an even share of what is left in the next ones, until
 -- the slots are filled or a whole pass took nothing (or 1,000 visits). A key another claim is
 -- visiting (its transaction-level advisory lock is held) is skipped; under the lock, its
 -- running jobs and its starts in the last rate period are counted from the jobs table.
@@ -71,6 +72,8 @@ DECLARE
   n int;
   taken int := 0;
   took_in_pass int := 0;
+  keys_took int := 0;
+  quantum int := 1;
   visits int := 0;
   t timestamptz;
   oldest timestamptz;
@@ -90,7 +93,11 @@ BEGIN
       pass_first := k;
     ELSIF (wrapped AND (last_key < pass_first OR k >= pass_first)) OR (NOT wrapped AND last_key < pass_first AND k >= pass_first) THEN
       EXIT WHEN took_in_pass = 0;
+      -- The next pass shares what is left evenly among the keys that took in this one (with
+      -- one key, the second pass takes the rest at once).
+      quantum := greatest(1, ceil((p_slots - taken)::float8 / keys_took)::int);
       took_in_pass := 0;
+      keys_took := 0;
       pass_first := k;
     END IF;
     last_key := k;
@@ -101,14 +108,15 @@ BEGIN
     SELECT l.concurrency, l.rate_count, l.rate_period_ms INTO lim FROM {{schema}}.limits l
      WHERE l.key = k OR (right(l.key, 1) = '*' AND left(k, length(l.key) - 1) = left(l.key, -1))
      ORDER BY l.key = k DESC, length(l.key) DESC LIMIT 1;
-    room := 1;
+    room := least(quantum, p_slots - taken);
     IF lim.concurrency IS NOT NULL THEN
       room := least(room, lim.concurrency - (SELECT count(*) FROM {{schema}}.jobs r WHERE r.concurrency_key = k AND r.status = 'running'));
     END IF;
     IF room > 0 AND lim.rate_count IS NOT NULL THEN
       n := (SELECT count(*) FROM {{schema}}.jobs r
             WHERE r.concurrency_key = k AND r.started_at > t - lim.rate_period_ms * interval '1 millisecond');
-      IF n >= lim.rate_count THEN
+      room := least(room, lim.rate_count - n);
+      IF room <= 0 THEN
         room := 0;
         -- The start whose leaving the window frees a place: then one more may start.
         oldest := (SELECT r.started_at FROM {{schema}}.jobs r
@@ -139,6 +147,7 @@ BEGIN
     GET DIAGNOSTICS n = ROW_COUNT;
     taken := taken + n;
     took_in_pass := took_in_pass + n;
+    keys_took := keys_took + (n > 0)::int;
   END LOOP;
   RETURN QUERY SELECT NULL::bigint, NULL::text, NULL::jsonb, NULL::int, NULL::boolean, NULL::int, NULL::text, NULL::int,
                       NULL::float8, NULL::float8, NULL::text, last_key, wait;

@@ -73,27 +73,29 @@ describe("concurrency keys and limits", () => {
   });
 
   it("a rate limit holds back the jobs past it, spends none of their attempts and says when the next may start", async () => {
-    await t.errand.limits.set("api", { rate: "3/s" });
+    await t.errand.limits.set("api", { rate: "3/hour" }); // an hour: the test's own pace cannot matter
     await enqueueKeyed("api", 5);
     const first = await claimKeyed(10);
     expect(first.jobs).toHaveLength(3);
-    expect(first.waitMs).toBeGreaterThan(900);
-    expect(first.waitMs).toBeLessThanOrEqual(1000);
+    // Due when the first start leaves its window: an hour after it, less the time since.
+    expect(first.waitMs).toBeGreaterThan(3_600_000 - 10_000);
+    expect(first.waitMs).toBeLessThanOrEqual(3_600_000);
     const waiting = await t.sql<{ attempts: number; status: string }>(`SELECT attempts, status FROM ${t.schema}.jobs WHERE status = 'ready'`);
     expect(waiting).toEqual([
       { attempts: 0, status: "ready" },
       { attempts: 0, status: "ready" },
     ]);
-    // Time travel: the three starts move 600 ms into the past; the window still holds them.
-    await t.sql(`UPDATE ${t.schema}.jobs SET started_at = started_at - interval '600 milliseconds' WHERE started_at IS NOT NULL`);
+    // Time travel: the three starts move 59 minutes into the past; the window still holds them.
+    await t.sql(`UPDATE ${t.schema}.jobs SET started_at = started_at - interval '59 minutes' WHERE started_at IS NOT NULL`);
     const second = await claimKeyed(10);
     expect(second.jobs).toEqual([]);
-    expect(second.waitMs).toBeGreaterThan(300);
-    expect(second.waitMs).toBeLessThanOrEqual(400);
-    await t.sql(`UPDATE ${t.schema}.jobs SET started_at = started_at - interval '400 milliseconds' WHERE started_at IS NOT NULL`);
+    expect(second.waitMs).toBeGreaterThan(60_000 - 10_000);
+    expect(second.waitMs).toBeLessThanOrEqual(60_000);
+    await t.sql(`UPDATE ${t.schema}.jobs SET started_at = started_at - interval '1 minute' WHERE started_at IS NOT NULL`);
     const third = await claimKeyed(10);
     expect(third.jobs).toHaveLength(2);
     expect(third.jobs.map((job) => Number(job.attempts))).toEqual([1, 1]);
+    expect(third.waitMs).toBeNull(); // nothing left waiting
   });
 
   it("a worker keeps every key within its limit and runs every job", async () => {
