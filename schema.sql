@@ -24,8 +24,14 @@ DECLARE
   wait float8;
 BEGIN
   WHILE taken < p_slots AND visits < 1000 LOOP
-    k := (SELECT min(r.concurrency_key) FROM "errand".jobs r
-          WHERE r.status = 'ready' AND r.concurrency_key IS NOT NULL AND (last_key IS NULL OR r.concurrency_key > last_key));
+    -- (Two statements, not `last_key IS NULL OR …`: with the OR, the plan could not start
+    -- the index scan at last_key and read the index from its beginning.)
+    IF last_key IS NULL THEN
+      k := NULL;
+    ELSE
+      k := (SELECT min(r.concurrency_key) FROM "errand".jobs r
+            WHERE r.status = 'ready' AND r.concurrency_key IS NOT NULL AND r.concurrency_key > last_key);
+    END IF;
     wrapped := k IS NULL;
     IF wrapped THEN
       k := (SELECT min(r.concurrency_key) FROM "errand".jobs r WHERE r.status = 'ready' AND r.concurrency_key IS NOT NULL);
@@ -296,7 +302,7 @@ CREATE INDEX jobs_done ON errand.jobs USING btree (finished_at) WHERE (status = 
 
 CREATE INDEX jobs_keyed_running ON errand.jobs USING btree (concurrency_key) WHERE ((status = 'running'::text) AND (concurrency_key IS NOT NULL));
 
-CREATE INDEX jobs_keyed_started ON errand.jobs USING btree (concurrency_key, started_at) WHERE (concurrency_key IS NOT NULL);
+CREATE INDEX jobs_keyed_started ON errand.jobs USING btree (concurrency_key, started_at) WHERE ((concurrency_key IS NOT NULL) AND (started_at IS NOT NULL));
 
 CREATE INDEX jobs_leased ON errand.jobs USING btree (locked_until) WHERE (locked_until IS NOT NULL);
 

@@ -27,8 +27,10 @@ CREATE INDEX jobs_ready_keyed ON {{schema}}.jobs (concurrency_key, priority DESC
 -- A key's running jobs (its concurrency) and its recent starts (its rate): counted from
 -- the jobs themselves, so a crash leaves no counter to repair (the rescuer puts an expired
 -- lease back to ready, and it stops counting).
+-- (started_at IS NOT NULL: a ready job that never started is not in it, so the reads of ready
+-- rows, which do not imply it, cannot pick this index over jobs_ready_keyed.)
 CREATE INDEX jobs_keyed_started ON {{schema}}.jobs (concurrency_key, started_at)
-  WHERE concurrency_key IS NOT NULL;
+  WHERE concurrency_key IS NOT NULL AND started_at IS NOT NULL;
 CREATE INDEX jobs_keyed_running ON {{schema}}.jobs (concurrency_key)
   WHERE status = 'running' AND concurrency_key IS NOT NULL;
 
@@ -80,8 +82,14 @@ DECLARE
   wait float8;
 BEGIN
   WHILE taken < p_slots AND visits < 1000 LOOP
-    k := (SELECT min(r.concurrency_key) FROM {{schema}}.jobs r
-          WHERE r.status = 'ready' AND r.concurrency_key IS NOT NULL AND (last_key IS NULL OR r.concurrency_key > last_key));
+    -- (Two statements, not \`last_key IS NULL OR …\`: with the OR, the plan could not start
+    -- the index scan at last_key and read the index from its beginning.)
+    IF last_key IS NULL THEN
+      k := NULL;
+    ELSE
+      k := (SELECT min(r.concurrency_key) FROM {{schema}}.jobs r
+            WHERE r.status = 'ready' AND r.concurrency_key IS NOT NULL AND r.concurrency_key > last_key);
+    END IF;
     wrapped := k IS NULL;
     IF wrapped THEN
       k := (SELECT min(r.concurrency_key) FROM {{schema}}.jobs r WHERE r.status = 'ready' AND r.concurrency_key IS NOT NULL);

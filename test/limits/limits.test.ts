@@ -113,7 +113,7 @@ describe("concurrency keys and limits", () => {
       done++;
     };
     const worker = t.errand.worker({ concurrency: 10, pollIntervalMs: 5_000, handlers: { k: (p: { key: string }) => run(p, 5), slow: (p: { key: string }) => run(p, 20) } });
-    worker.start();
+    await worker.start();
     try {
       await eventually(() => done === 40, 20_000, "40 jobs done");
     } finally {
@@ -130,7 +130,7 @@ describe("concurrency keys and limits", () => {
     const starts: number[] = [];
     // The poll is a minute: only the rate's own wake-up can start the last two in time.
     const worker = t.errand.worker({ concurrency: 10, pollIntervalMs: 60_000, handlers: { k: async () => void starts.push(Date.now()) } });
-    worker.start();
+    await worker.start();
     try {
       await eventually(() => starts.length === 6, 5_000, "6 starts");
     } finally {

@@ -28,7 +28,7 @@ describe("limits across worker processes", () => {
     await eventually(async () => (await doneCount()) === 10_000, 240_000, "10,000 jobs done");
     const seconds = (Date.now() - started) / 1000;
     // The most of a key's runs overlapping, from the recorded start and end of every run.
-    const [{ most, runs, keyed }] = await t.sql<{ most: number; runs: string; keyed: string }>(`
+    const [{ most, runs, keyed }] = (await t.sql<{ most: number; runs: string; keyed: string }>(`
       WITH runs AS (
         SELECT j.concurrency_key AS key, e.started_at, e.ended_at FROM ${t.schema}.effects e JOIN ${t.schema}.jobs j ON j.id = e.job_id
       ), edges AS (
@@ -37,13 +37,13 @@ describe("limits across worker processes", () => {
         SELECT sum(delta) OVER (PARTITION BY key ORDER BY at, delta) AS level FROM edges
       )
       SELECT (SELECT max(level) FROM levels)::int AS most, (SELECT count(*) FROM runs) AS runs,
-             (SELECT count(DISTINCT key) FROM runs) AS keyed`);
+             (SELECT count(DISTINCT key) FROM runs) AS keyed`)) as [{ most: number; runs: string; keyed: string }];
     console.log(`per-key limit 2: 10,000 jobs in ${seconds.toFixed(1)} s (${Math.round(10_000 / seconds)} jobs/s), most of one key at once ${most}`);
     expect(most).toBe(2); // 1 would mean the limit was never reached: the test would prove nothing
     expect(Number(runs)).toBe(10_000);
     expect(Number(keyed)).toBe(50);
     expect(await t.statusCounts()).toEqual({ done: 10_000 });
-    const [{ extra }] = await t.sql<{ extra: string }>(`SELECT count(*) AS extra FROM ${t.schema}.jobs WHERE attempts <> 1`);
+    const [{ extra }] = (await t.sql<{ extra: string }>(`SELECT count(*) AS extra FROM ${t.schema}.jobs WHERE attempts <> 1`)) as [{ extra: string }];
     expect(Number(extra)).toBe(0);
   }, 300_000);
 
@@ -52,7 +52,7 @@ describe("limits across worker processes", () => {
     await enqueue(["api"], 220, { ms: 1 });
     for (let i = 0; i < 3; i++) t.worker(`w.${i}`, ARGS);
     await eventually(async () => (await doneCount()) === 220, 30_000, "220 jobs done").catch(async (e: unknown) => {
-      console.log(await t.sql(`SELECT status, attempts, count(*) FROM ${t.schema}.jobs GROUP BY 1, 2`), t.processes.map((p) => p.stderr.slice(-2000)));
+      console.log(await t.sql(`SELECT status, attempts, count(*) FROM ${t.schema}.jobs GROUP BY 1, 2`), t.processes.map((p) => p.stderr().slice(-2000)));
       throw e;
     });
     const starts = (await t.sql<{ at: number }>(`SELECT extract(epoch FROM started_at)::float8 * 1000 AS at FROM ${t.schema}.jobs ORDER BY started_at`)).map((r) => Number(r.at));
@@ -70,7 +70,7 @@ describe("limits across worker processes", () => {
     expect(perSecond).toBeLessThanOrEqual(20);
     const workers = await t.sql<{ worker: string }>(`SELECT DISTINCT worker FROM ${t.schema}.effects`);
     expect(workers.length).toBeGreaterThan(1); // the limit was shared, not one worker's
-    const [{ extra }] = await t.sql<{ extra: string }>(`SELECT count(*) AS extra FROM ${t.schema}.jobs WHERE attempts <> 1`);
+    const [{ extra }] = (await t.sql<{ extra: string }>(`SELECT count(*) AS extra FROM ${t.schema}.jobs WHERE attempts <> 1`)) as [{ extra: string }];
     expect(Number(extra)).toBe(0);
   }, 60_000);
 
@@ -78,7 +78,7 @@ describe("limits across worker processes", () => {
     await enqueue(["tenant:A"], 50_000, { ms: 20 });
     for (let i = 0; i < 4; i++) t.worker(`w.${i}`, ARGS);
     await eventually(async () => (await doneCount()) > 200, 60_000, "tenant A's jobs running");
-    const [{ at }] = await t.sql<{ at: number }>(`SELECT extract(epoch FROM clock_timestamp())::float8 * 1000 AS at`);
+    const [{ at }] = (await t.sql<{ at: number }>(`SELECT extract(epoch FROM clock_timestamp())::float8 * 1000 AS at`)) as [{ at: number }];
     await enqueue(["tenant:B"], 10, { ms: 20 });
     await eventually(async () => Number((await t.sql<{ n: string }>(`SELECT count(*) AS n FROM ${t.schema}.jobs WHERE concurrency_key = 'tenant:B' AND started_at IS NOT NULL`))[0]!.n) === 10, 30_000, "B's jobs started");
     const [b] = await t.sql<{ last: number; waiting: string }>(`
