@@ -2,7 +2,52 @@
 
 CREATE SCHEMA errand;
 
-CREATE FUNCTION errand.claim_keyed(p_slots integer, p_worker text, p_leases jsonb, p_lease_ms double precision, p_after text) RETURNS TABLE(id bigint, kind text, payload jsonb, attempts integer, started boolean, max_attempts integer, retry text, timeout_ms integer, run_at_ms double precision, created_at_ms double precision, checkpoint text, concurrency_key text, wait_ms double precision)
+CREATE FUNCTION errand.batch_member_moved() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  was_open boolean := OLD.status NOT IN ('done', 'dead', 'cancelled');
+  is_open boolean := NEW.status NOT IN ('done', 'dead', 'cancelled');
+  b "errand".batches;
+  failed bigint[];
+  callback_id bigint;
+  insert_error text;
+BEGIN
+  UPDATE "errand".batches
+  SET remaining = remaining - (was_open AND NOT is_open)::int + (NOT was_open AND is_open)::int,
+      done = done + (NEW.status = 'done')::int - (OLD.status = 'done')::int,
+      dead = dead + (NEW.status = 'dead')::int - (OLD.status = 'dead')::int,
+      cancelled = cancelled + (NEW.status = 'cancelled')::int - (OLD.status = 'cancelled')::int
+  WHERE id = NEW.batch_id AND finished_at IS NULL
+  RETURNING * INTO b;
+  IF FOUND AND b.remaining = 0 AND was_open THEN
+    -- Every other member's finish committed before this transaction got the row's lock.
+    failed := ARRAY(SELECT j.id FROM "errand".jobs j
+                    WHERE j.batch_id = b.id AND j.status IN ('dead', 'cancelled') ORDER BY j.id);
+    -- A callback that cannot be inserted (its row edited by hand into something the jobs
+    -- table refuses) is recorded in callback_error instead of failing the member's
+    -- statement: one bad batch row must not stop the outcomes written with it.
+    BEGIN
+      INSERT INTO "errand".jobs (kind, payload, max_attempts, priority, retry, timeout_ms, queue)
+      SELECT c.kind,
+             coalesce(c.payload, '{}') || jsonb_build_object('batch', jsonb_build_object(
+               'id', b.id::text, 'total', b.total, 'done', b.done, 'dead', b.dead, 'cancelled', b.cancelled,
+               'failedIds', to_jsonb(failed::text[]))),
+             coalesce(c.max_attempts, 8), coalesce(c.priority, 0), c.retry, c.timeout_ms, coalesce(c.queue, 'default')
+      FROM jsonb_to_record(b.callback) AS c(kind text, payload jsonb, max_attempts int, priority int, retry jsonb, timeout_ms int, queue text)
+      RETURNING id INTO callback_id;
+    EXCEPTION WHEN data_exception OR integrity_constraint_violation THEN
+      insert_error := SQLERRM;
+    END;
+    UPDATE "errand".batches
+    SET finished_at = now(), failed_ids = failed, callback_job_id = callback_id, callback_error = insert_error
+    WHERE id = b.id;
+  END IF;
+  RETURN NULL;
+END;
+$$;
+
+CREATE FUNCTION errand.claim_keyed(p_slots integer, p_worker text, p_leases jsonb, p_lease_ms double precision, p_after text, p_queue text, p_kinds text[]) RETURNS TABLE(id bigint, kind text, payload jsonb, attempts integer, started boolean, max_attempts integer, retry text, timeout_ms integer, run_at_ms double precision, created_at_ms double precision, checkpoint text, concurrency_key text, wait_ms double precision)
     LANGUAGE plpgsql
     AS $$
 #variable_conflict use_column
@@ -30,11 +75,13 @@ BEGIN
       k := NULL;
     ELSE
       k := (SELECT min(r.concurrency_key) FROM "errand".jobs r
-            WHERE r.status = 'ready' AND r.concurrency_key IS NOT NULL AND r.concurrency_key > last_key);
+            WHERE r.status = 'ready' AND r.queue = p_queue AND r.concurrency_key IS NOT NULL AND r.concurrency_key > last_key
+              AND r.kind = ANY(p_kinds));
     END IF;
     wrapped := k IS NULL;
     IF wrapped THEN
-      k := (SELECT min(r.concurrency_key) FROM "errand".jobs r WHERE r.status = 'ready' AND r.concurrency_key IS NOT NULL);
+      k := (SELECT min(r.concurrency_key) FROM "errand".jobs r
+            WHERE r.status = 'ready' AND r.queue = p_queue AND r.concurrency_key IS NOT NULL AND r.kind = ANY(p_kinds));
       EXIT WHEN k IS NULL;
     END IF;
     -- A pass ends where the circle of keys comes back to where it began (that key may be
@@ -72,7 +119,8 @@ BEGIN
         oldest := (SELECT r.started_at FROM "errand".jobs r
                    WHERE r.concurrency_key = k AND r.started_at > t - lim.rate_period_ms * interval '1 millisecond'
                    ORDER BY r.started_at OFFSET n - lim.rate_count LIMIT 1);
-        IF EXISTS (SELECT 1 FROM "errand".jobs r WHERE r.status = 'ready' AND r.concurrency_key = k AND r.run_at <= t) THEN
+        IF EXISTS (SELECT 1 FROM "errand".jobs r
+                   WHERE r.status = 'ready' AND r.queue = p_queue AND r.concurrency_key = k AND r.run_at <= t AND r.kind = ANY(p_kinds)) THEN
           wait := least(wait, greatest(1, extract(epoch FROM oldest - t) * 1000 + lim.rate_period_ms));
         END IF;
       END IF;
@@ -81,7 +129,7 @@ BEGIN
     RETURN QUERY
       WITH next AS (
         SELECT r.ctid FROM "errand".jobs r
-        WHERE r.status = 'ready' AND r.concurrency_key = k AND r.run_at <= t
+        WHERE r.status = 'ready' AND r.queue = p_queue AND r.concurrency_key = k AND r.run_at <= t AND r.kind = ANY(p_kinds)
         ORDER BY r.priority DESC, r.run_at, r.id
         LIMIT room
         FOR UPDATE SKIP LOCKED
@@ -108,11 +156,12 @@ CREATE FUNCTION errand.count_deletes() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 BEGIN
-  INSERT INTO "errand".done_counts AS c (kind, shard, done)
-  SELECT kind, pg_backend_pid() % 4, -count(*) FROM old_rows WHERE status = 'done'
+  INSERT INTO "errand".done_counts AS c (kind, shard, done, cancelled)
+  SELECT kind, pg_backend_pid() % 4, -count(*) FILTER (WHERE status = 'done'), -count(*) FILTER (WHERE status = 'cancelled')
+  FROM old_rows WHERE status IN ('done', 'cancelled')
   GROUP BY kind
   ORDER BY kind
-  ON CONFLICT (kind, shard) DO UPDATE SET done = c.done + excluded.done;
+  ON CONFLICT (kind, shard) DO UPDATE SET done = c.done + excluded.done, cancelled = c.cancelled + excluded.cancelled;
   RETURN NULL;
 END;
 $$;
@@ -135,16 +184,53 @@ BEGIN
 END;
 $$;
 
+CREATE FUNCTION errand.notify_outbox() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  PERFORM pg_notify('errand_pub_' || TG_TABLE_SCHEMA, '');
+  RETURN NULL;
+END;
+$$;
+
 CREATE TABLE errand.alert_incidents (
     key text NOT NULL,
     opened_at timestamp with time zone DEFAULT now() NOT NULL,
     message text NOT NULL
 );
 
+CREATE TABLE errand.batches (
+    id bigint NOT NULL,
+    total integer NOT NULL,
+    remaining integer NOT NULL,
+    done integer DEFAULT 0 NOT NULL,
+    dead integer DEFAULT 0 NOT NULL,
+    cancelled integer DEFAULT 0 NOT NULL,
+    callback jsonb NOT NULL,
+    failed_ids bigint[],
+    callback_job_id bigint,
+    callback_error text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    finished_at timestamp with time zone,
+    CONSTRAINT batches_callback_check CHECK ((jsonb_typeof(callback) = 'object'::text)),
+    CONSTRAINT batches_remaining_check CHECK ((remaining >= 0)),
+    CONSTRAINT batches_total_check CHECK ((total > 0))
+);
+
+ALTER TABLE errand.batches ALTER COLUMN id ADD GENERATED BY DEFAULT AS IDENTITY (
+    SEQUENCE NAME errand.batches_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
 CREATE TABLE errand.done_counts (
     kind text NOT NULL,
     shard smallint NOT NULL,
-    done bigint DEFAULT 0 NOT NULL
+    done bigint DEFAULT 0 NOT NULL,
+    cancelled bigint DEFAULT 0 NOT NULL
 );
 
 CREATE TABLE errand.jobs (
@@ -169,11 +255,16 @@ CREATE TABLE errand.jobs (
     checkpoint jsonb,
     result jsonb,
     progress jsonb,
+    queue text DEFAULT 'default'::text NOT NULL,
+    dedupe_mode text,
+    dedupe_until timestamp with time zone,
+    batch_id bigint,
     concurrency_key text,
     CONSTRAINT jobs_attempts_check CHECK ((attempts >= 0)),
     CONSTRAINT jobs_concurrency_key_named CHECK ((concurrency_key <> ''::text)),
     CONSTRAINT jobs_kind_check CHECK ((kind <> ''::text)),
     CONSTRAINT jobs_max_attempts_check CHECK ((max_attempts >= 1)),
+    CONSTRAINT jobs_queue_named CHECK ((queue <> ''::text)),
     CONSTRAINT jobs_timeout_positive CHECK ((timeout_ms > 0))
 )
 WITH (autovacuum_vacuum_scale_factor='0.01', autovacuum_vacuum_threshold='1000', autovacuum_vacuum_insert_scale_factor='0.01', autovacuum_vacuum_insert_threshold='1000', autovacuum_analyze_scale_factor='0.02', autovacuum_analyze_threshold='1000', autovacuum_vacuum_cost_delay='0');
@@ -206,6 +297,27 @@ CREATE TABLE errand.migrations (
     applied_at timestamp with time zone DEFAULT now() NOT NULL
 );
 
+CREATE TABLE errand.outbox (
+    id bigint NOT NULL,
+    topic text NOT NULL,
+    key text,
+    message jsonb NOT NULL,
+    headers jsonb DEFAULT '{}'::jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT outbox_headers_check CHECK ((jsonb_typeof(headers) = 'object'::text)),
+    CONSTRAINT outbox_key_check CHECK ((octet_length(key) <= 1000)),
+    CONSTRAINT outbox_topic_check CHECK (((length(topic) <= 200) AND (topic ~ '^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$'::text)))
+);
+
+ALTER TABLE errand.outbox ALTER COLUMN id ADD GENERATED BY DEFAULT AS IDENTITY (
+    SEQUENCE NAME errand.outbox_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
 CREATE TABLE errand.outcome_counts (
     bucket timestamp with time zone NOT NULL,
     kind text NOT NULL,
@@ -215,6 +327,14 @@ CREATE TABLE errand.outcome_counts (
     died bigint DEFAULT 0 NOT NULL,
     timed_out bigint DEFAULT 0 NOT NULL,
     cancelled bigint DEFAULT 0 NOT NULL
+);
+
+CREATE TABLE errand.pauses (
+    scope text NOT NULL,
+    name text NOT NULL,
+    paused_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT pauses_name_check CHECK ((name <> ''::text)),
+    CONSTRAINT pauses_scope_check CHECK ((scope = ANY (ARRAY['queue'::text, 'kind'::text])))
 );
 
 CREATE TABLE errand.schedule_runs (
@@ -260,11 +380,17 @@ CREATE TABLE errand.schedules (
 ALTER TABLE ONLY errand.alert_incidents
     ADD CONSTRAINT alert_incidents_pkey PRIMARY KEY (key);
 
+ALTER TABLE ONLY errand.batches
+    ADD CONSTRAINT batches_pkey PRIMARY KEY (id);
+
 ALTER TABLE ONLY errand.done_counts
     ADD CONSTRAINT done_counts_pkey PRIMARY KEY (kind, shard);
 
 ALTER TABLE ONLY errand.jobs
     ADD CONSTRAINT jobs_dedupe_key_key UNIQUE (dedupe_key);
+
+ALTER TABLE errand.jobs
+    ADD CONSTRAINT jobs_dedupe_mode_check CHECK ((dedupe_mode = ANY (ARRAY['queued'::text, 'active'::text, 'replace'::text, 'ttl'::text]))) NOT VALID;
 
 ALTER TABLE errand.jobs
     ADD CONSTRAINT jobs_errors_array CHECK ((jsonb_typeof(errors) = 'array'::text)) NOT VALID;
@@ -287,14 +413,26 @@ ALTER TABLE ONLY errand.limits
 ALTER TABLE ONLY errand.migrations
     ADD CONSTRAINT migrations_pkey PRIMARY KEY (version);
 
+ALTER TABLE ONLY errand.outbox
+    ADD CONSTRAINT outbox_pkey PRIMARY KEY (id);
+
 ALTER TABLE ONLY errand.outcome_counts
     ADD CONSTRAINT outcome_counts_pkey PRIMARY KEY (bucket, kind, shard);
+
+ALTER TABLE ONLY errand.pauses
+    ADD CONSTRAINT pauses_pkey PRIMARY KEY (scope, name);
 
 ALTER TABLE ONLY errand.schedule_runs
     ADD CONSTRAINT schedule_runs_pkey PRIMARY KEY (schedule, slot);
 
 ALTER TABLE ONLY errand.schedules
     ADD CONSTRAINT schedules_pkey PRIMARY KEY (name);
+
+CREATE INDEX batches_open ON errand.batches USING btree (id) WHERE (finished_at IS NULL);
+
+CREATE INDEX jobs_batch ON errand.jobs USING btree (batch_id, id) WHERE (batch_id IS NOT NULL);
+
+CREATE INDEX jobs_cancelled ON errand.jobs USING btree (finished_at) WHERE (status = 'cancelled'::text);
 
 CREATE INDEX jobs_dead ON errand.jobs USING btree (kind, id) WHERE (status = 'dead'::text);
 
@@ -306,19 +444,23 @@ CREATE INDEX jobs_keyed_started ON errand.jobs USING btree (concurrency_key, sta
 
 CREATE INDEX jobs_leased ON errand.jobs USING btree (locked_until) WHERE (locked_until IS NOT NULL);
 
-CREATE INDEX jobs_ready_keyed ON errand.jobs USING btree (concurrency_key, priority DESC, run_at, id) WHERE ((status = 'ready'::text) AND (concurrency_key IS NOT NULL));
+CREATE INDEX jobs_ready_keyed ON errand.jobs USING btree (queue, concurrency_key, priority DESC, run_at, id) WHERE ((status = 'ready'::text) AND (concurrency_key IS NOT NULL));
 
-CREATE INDEX jobs_ready_plain ON errand.jobs USING btree (priority DESC, run_at, id) WHERE ((status = 'ready'::text) AND (concurrency_key IS NULL));
+CREATE INDEX jobs_ready_plain ON errand.jobs USING btree (queue, priority DESC, run_at, id) WHERE ((status = 'ready'::text) AND (concurrency_key IS NULL));
 
 CREATE INDEX jobs_unleased ON errand.jobs USING btree (id) WHERE ((status = 'running'::text) AND (locked_until IS NULL));
 
 CREATE INDEX schedules_due ON errand.schedules USING btree (next_slot) WHERE (NOT paused);
+
+CREATE TRIGGER jobs_batch_member AFTER UPDATE OF status ON errand.jobs FOR EACH ROW WHEN (((new.batch_id IS NOT NULL) AND (old.status IS DISTINCT FROM new.status) AND ((new.status = ANY (ARRAY['done'::text, 'dead'::text, 'cancelled'::text])) OR (old.status = ANY (ARRAY['done'::text, 'dead'::text, 'cancelled'::text]))))) EXECUTE FUNCTION errand.batch_member_moved();
 
 CREATE TRIGGER jobs_count_deletes AFTER DELETE ON errand.jobs REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION errand.count_deletes();
 
 CREATE TRIGGER jobs_count_truncate AFTER TRUNCATE ON errand.jobs FOR EACH STATEMENT EXECUTE FUNCTION errand.count_truncate();
 
 CREATE TRIGGER jobs_notify AFTER INSERT ON errand.jobs FOR EACH STATEMENT EXECUTE FUNCTION errand.notify_jobs();
+
+CREATE TRIGGER outbox_notify AFTER INSERT ON errand.outbox FOR EACH STATEMENT EXECUTE FUNCTION errand.notify_outbox();
 
 ALTER TABLE ONLY errand.schedule_runs
     ADD CONSTRAINT schedule_runs_schedule_fkey FOREIGN KEY (schedule) REFERENCES errand.schedules(name) ON DELETE CASCADE;

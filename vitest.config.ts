@@ -1,13 +1,15 @@
 import { defineConfig } from "vitest/config";
-import { type Requirement, chromiumPath, chromiumProblem, missing, postgresProblem, postgresUrl } from "./test/support/services.js";
+import { type Requirement, amqpProblem, amqpUrl, chromiumPath, chromiumProblem, missing, natsProblem, natsUrl, postgresProblem, postgresUrl } from "./test/support/services.js";
 
 // The suite runs twice: once on the embedded PGlite, once on a real PostgreSQL server; the
-// browser tests also need Chromium. Without a service the tests that need it are skipped,
+// browser tests also need Chromium, the outbox relay tests NATS (JetStream) and RabbitMQ. Without a service the tests that need it are skipped,
 // each with one line saying so — except under CI, where a missing service is a failure
 // (test/support/services.ts).
 interface Services {
   readonly postgres: Requirement;
   readonly chromium: Requirement;
+  readonly nats: Requirement;
+  readonly amqp: Requirement;
   readonly absent: readonly Requirement[];
 }
 
@@ -21,9 +23,11 @@ memo.errandServices ??= (async () => {
     remedy: "start the server or point DATABASE_URL at one",
   };
   const chromium = { problem: chromiumProblem(chromiumPath), tests: "the browser tests", remedy: "install it with `apt-get install -y chromium` (as .ci/run does)" };
-  return { postgres, chromium, absent: missing([postgres, chromium]) };
+  const nats = { problem: await natsProblem(natsUrl), tests: "the JetStream relay tests", remedy: "start nats-server with -js (as .ci/services does) or point ERRAND_TEST_NATS_URL at one" };
+  const amqp = { problem: await amqpProblem(amqpUrl), tests: "the RabbitMQ relay tests", remedy: "start rabbitmq-server (as .ci/services does) or point ERRAND_TEST_AMQP_URL at one" };
+  return { postgres, chromium, nats, amqp, absent: missing([postgres, chromium, nats, amqp]) };
 })();
-const { postgres, chromium, absent } = await memo.errandServices;
+const { postgres, chromium, nats, amqp, absent } = await memo.errandServices;
 
 export default defineConfig({
   test: {
@@ -50,7 +54,12 @@ export default defineConfig({
                 name: "postgres",
                 include: ["test/**/*.test.ts"],
                 // The test command's own test is about this file, not a database: once is enough.
-                exclude: ["test/package/test-command.test.ts", ...(absent.includes(chromium) ? ["test/browser/**"] : [])],
+                exclude: [
+                  "test/package/test-command.test.ts",
+                  ...(absent.includes(chromium) ? ["test/browser/**"] : []),
+                  ...(absent.includes(nats) ? ["test/**/*nats*"] : []),
+                  ...(absent.includes(amqp) ? ["test/**/*amqp*"] : []),
+                ],
                 env: { ERRAND_TEST_DB: "postgres", ERRAND_TEST_URL: postgresUrl },
               },
             },

@@ -51,16 +51,19 @@ async function work() {
   };
   const startedAt = wallMs();
   const worker = await system.startWorker(task.mode, onJobs);
+  const cpuAtReady = process.cpuUsage();
   await send({ type: "ready", at: wallMs(), startupMs: wallMs() - startedAt });
   const progress = setInterval(() => process.send({ type: "progress", count }), 25);
   await new Promise((resolve) => process.on("message", (m) => m === "stop" && resolve()));
   clearInterval(progress);
+  const cpu = process.cpuUsage(cpuAtReady); // the worker's CPU while it ran (start-up excluded)
+  const cpuMs = (cpu.user + cpu.system) / 1000;
   const stopAt = wallMs();
   await worker.stop();
   const stopMs = wallMs() - stopAt;
   await system.close();
   const maxRssMB = process.resourceUsage().maxRSS / 1024;
-  await send({ type: "result", count, first, last, latencies, maxRssMB, stopMs });
+  await send({ type: "result", count, first, last, latencies, maxRssMB, stopMs, cpuMs });
 }
 
 try {

@@ -10,6 +10,7 @@ import { parseArgs } from "node:util";
 import { dropSchema, pgUrl, redis, withPg } from "./lib/common.js";
 import { summarise, systems, table, targets } from "./lib/report.js";
 import { scenarios } from "./lib/scenarios.js";
+import { describeKnobs, readPeerSettings } from "./lib/peer-settings.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -17,6 +18,7 @@ const { values: args } = parseArgs({
     runs: { type: "string" },
     only: { type: "string" },
     systems: { type: "string" },
+    "history-rows": { type: "string" },
   },
 });
 
@@ -24,8 +26,9 @@ const cfg = args.smoke
   ? { runs: 1, enqueueOne: 50, enqueueBulk: 3_000, processDefault: 1_000, processBest: 2_000, capDefaultMs: 1_500, capMs: 10_000,
       latencySeconds: 1, latencyRate: 50, historyRows: 10_000, historyJobs: 1_000 }
   : { runs: 3, enqueueOne: 1_000, enqueueBulk: 50_000, processDefault: 20_000, processBest: 30_000, capDefaultMs: 8_000, capMs: 30_000,
-      latencySeconds: 8, latencyRate: 50, historyRows: 1_000_000, historyJobs: 30_000 };
+      latencySeconds: 8, latencyRate: 50, historyRows: 10_000_000, historyJobs: 30_000 };
 if (args.runs) cfg.runs = Number(args.runs);
+if (args["history-rows"]) cfg.historyRows = Number(args["history-rows"]); // e.g. 2000000: a quicker history scenario
 
 const only = args.only?.split(",");
 const onlySystems = args.systems?.split(",");
@@ -47,14 +50,17 @@ async function measureOnce(def, system, run) {
     });
     const result = await Promise.race([def.measure(system, ns), timeout]).finally(() => clearTimeout(timer));
     const extra = result.p99 != null ? ` p99 ${result.p99.toFixed(1)}` : "";
-    const rss = result.maxRssMB != null ? ` rss ${result.maxRssMB.toFixed(0)} MB` : "";
+    const rss = (result.maxRssMB != null ? ` rss ${result.maxRssMB.toFixed(0)} MB` : "") +
+      (result.cpuUsPerJob != null ? `, ${result.cpuUsPerJob.toFixed(1)} µs CPU/job` : "") +
+      (result.generateSeconds != null ? `, history generated in ${result.generateSeconds.toFixed(0)} s` : "");
     log(`  ${def.id} run ${run} ${systems[system].padEnd(15)} ${result.value.toFixed(1).padStart(10)} ${def.unit}${extra}${rss} (${((performance.now() - started) / 1000).toFixed(1)} s)`);
     return result;
   } catch (error) {
     log(`  ${def.id} run ${run} ${systems[system]} FAILED: ${error.stack ?? error}`);
     // A peer losing a completion is something the bench found about that peer, not a
     // broken bench: report it, but only errand's own losses (or any crash) fail the run.
-    (error.lostCompletion && system !== "errand" ? findings : failures).push(`${def.id}/${system}: ${error.message ?? error}`);
+    // A missing pgbench is a gap in the table, reported, not a failure of the bench.
+    ((error.lostCompletion && system !== "errand") || error.missingTool ? findings : failures).push(`${def.id}/${system}: ${error.message ?? error}`);
     await dropSchema(ns).catch(() => {});
     return { error: String(error.message ?? error) };
   }
@@ -93,8 +99,9 @@ async function main() {
   const checks = targets(summary);
   const targetLines = checks.map((c) => `- ${c.met ? "MET" : "NOT MET"}: ${c.target} — ${c.detail}`).join("\n");
   const stamp = new Date().toISOString().replace(/[:.]/g, "-");
+  const used = await settingsUsed();
   const md = `# errand bench, ${args.smoke ? "smoke" : "full"} (${stamp})\n\nMedians of ${cfg.runs} run(s), ${cpus().length} cores. ` +
-    `× columns: errand's advantage (> 1 = errand better).\n\n${markdown}\n\n## Targets\n\n${targetLines}\n`;
+    `× columns: errand's advantage (> 1 = errand better).\n\n${markdown}\n\nBest settings used:\n${used}\n\n## Targets\n\n${targetLines}\n`;
   const dir = new URL("./results/", import.meta.url);
   mkdirSync(dir, { recursive: true });
   const json = JSON.stringify({ mode: args.smoke ? "smoke" : "full", at: stamp, config: cfg, cores: cpus().length, postgres: settings, summary, targets: checks, failures, findings }, null, 2);
@@ -108,6 +115,20 @@ async function main() {
     console.error(`\n${failures.length} measurement(s) failed:\n${failures.map((f) => `  ${f}`).join("\n")}`);
     process.exit(1);
   }
+}
+
+/** The "best" rows' settings, each peer's from its sweep (bench/peer-settings.json) when there is one. */
+async function settingsUsed() {
+  const swept = readPeerSettings().peers ?? {};
+  const lines = [];
+  for (const system of ["errand", "pgboss", "graphile", "bullmq"]) {
+    const { settings } = await import(`./systems/${system}.js`);
+    const sweep = swept[system];
+    const source = system === "errand" ? "" : sweep ? ` (swept ${sweep.measuredAt.slice(0, 10)} on ${sweep.package} ${sweep.version}, bench/peer-settings.json)` : " (not swept: the adapter's fallback)";
+    lines.push(`- ${systems[system]}: ${describeKnobs(settings.best)}${source}`);
+  }
+  lines.push("- raw SQL: 4 loops, 100 rows per statement (defaults: 1 loop); pgbench: the seed's claim of 100 + complete, 4 clients (defaults row: 1 client)");
+  return lines.join("\n");
 }
 
 main().then(

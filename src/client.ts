@@ -27,6 +27,10 @@ import { Alerter, type AlerterOptions } from "./observe/alerts.js";
 import { tableIncidents } from "./observe/incidents.js";
 import { type QueueStats, readStats } from "./observe/stats.js";
 import { traceEnqueue } from "./observe/tracing.js";
+import { type Batch, type BatchMember, type BatchResult, type BatchSpec, type ListBatchesOptions, createBatch, listBatchMembers, listBatches, readBatch } from "./batches.js";
+import { type PauseTarget, type Paused, readPaused, setPaused } from "./queues.js";
+import { type MessageSpec, type PublishOptions, type PublishResult, publishMessages } from "./outbox/publish.js";
+import { Relay, type RelayOptions } from "./outbox/relay.js";
 
 /** @deprecated The same type as {@link Queryable}, under its former name. */
 export type SqlClient = Queryable;
@@ -84,7 +88,7 @@ export interface DeadLetters<Jobs = UntypedJobs> {
 
 /** {@link WorkerOptions} with the handlers typed by the job map: each handler's payload is its kind's. */
 export type TypedWorkerOptions<Jobs = UntypedJobs> = Omit<WorkerOptions, "handlers"> & {
-  /** Handlers by job kind (some or all of the map's). A job of a kind not listed fails with an error naming it. */
+  /** Handlers by job kind (some or all of the map's). The worker claims only jobs of these kinds. */
   readonly handlers: Handlers<Jobs>;
 };
 
@@ -110,6 +114,7 @@ export class Errand<Jobs extends JobMap<Jobs> = UntypedJobs> {
   readonly kinds: ReadonlyMap<string, ResolvedKind>;
   readonly #queries: Queries;
   readonly #enqueue: EnqueueTarget;
+  readonly #maxPayloadBytes: number;
   readonly #workers = new Set<Worker>();
   readonly #waiters: Waiters;
   #closed: Promise<void> | undefined;
@@ -126,6 +131,7 @@ export class Errand<Jobs extends JobMap<Jobs> = UntypedJobs> {
     this.schema = schema;
     this.kinds = kinds;
     this.#enqueue = { driver, schema, kinds, maxPayloadBytes, schemas };
+    this.#maxPayloadBytes = maxPayloadBytes;
     this.#queries = queriesFor(schema);
     this.#waiters = new Waiters(driver, waitChannelFor(schema), (id) => this.getJob(id));
     // Slots are enqueued as untyped specs: their kind and payload were checked when declared.
@@ -195,6 +201,77 @@ export class Errand<Jobs extends JobMap<Jobs> = UntypedJobs> {
   }
 
   /**
+   * Enqueues a batch: its member jobs and, once every member has finished (done, dead or
+   * cancelled), the `then` job, enqueued exactly once by the database with the outcome in
+   * its payload's `batch` (a `BatchSummary`). The batch and its members are written by
+   * one statement, on `db` when given: all or nothing.
+   *
+   * @example
+   * ```ts
+   * const { batchId } = await errand.batch({
+   *   jobs: imageIds.map((imageId) => ({ kind: "resize", payload: { imageId } })),
+   *   then: { kind: "album_ready", payload: { albumId: 7 } },
+   * });
+   * ```
+   */
+  batch(spec: BatchSpec<Jobs>, options: { readonly db?: Queryable | undefined } = {}): Promise<BatchResult> {
+    const members: readonly { readonly kind: string }[] = Array.isArray(spec?.jobs) ? spec.jobs : [];
+    return traceEnqueue(members, () => createBatch(this.#enqueue, spec as BatchSpec, options?.db));
+  }
+
+  /** A batch's counts, failed member ids and callback job, or `null` for an unknown id. */
+  getBatch(id: string | number): Promise<Batch | null> {
+    return readBatch(this.driver, this.schema, id);
+  }
+
+  /** Batches, newest first; `status` picks open or finished ones, `beforeId` pages. */
+  listBatches(options: ListBatchesOptions = {}): Promise<Batch[]> {
+    return listBatches(this.driver, this.schema, options);
+  }
+
+  /** A batch's members by id (page with `afterId`); a NotFoundError for an unknown batch. */
+  batchMembers(id: string | number, options: { readonly afterId?: string | number; readonly limit?: number } = {}): Promise<BatchMember[]> {
+    return listBatchMembers(this.driver, this.schema, id, options);
+  }
+
+  /**
+   * Writes a message to the outbox for `errand relay` to deliver to NATS JetStream or
+   * RabbitMQ. Pass `db` to publish inside your own transaction: commit and it will be
+   * delivered, roll back and it never existed. Messages with the same `key` are delivered
+   * in the order they were published. See "Beyond one database" in the README.
+   *
+   * @example
+   * ```ts
+   * await errand.publish("orders.created", { orderId: 1042 }, { db: client, key: "order:1042" });
+   * ```
+   */
+  async publish(topic: string, message: Json, options: PublishOptions = {}): Promise<PublishResult> {
+    if (typeof options !== "object" || options === null) throw new ValidationError("options", "must be an object");
+    const { db, ...rest } = options;
+    const [result] = await publishMessages({ driver: this.driver, schema: this.schema, maxPayloadBytes: this.#maxPayloadBytes }, [{ topic, message, ...rest }], { db, single: true });
+    return result!;
+  }
+
+  /** Writes many messages to the outbox in one statement; results in input order, an error names the message (`messages[3].topic`). */
+  publishMany(messages: readonly MessageSpec[], options: { readonly db?: Queryable | undefined } = {}): Promise<PublishResult[]> {
+    return publishMessages({ driver: this.driver, schema: this.schema, maxPayloadBytes: this.#maxPayloadBytes }, messages, { db: options?.db });
+  }
+
+  /**
+   * A service that relays the outbox to a broker (`nats://…` or `amqp://…`); `start()`
+   * connects and relays until `stop()`, and `errand.close()` stops it. Several may run at once.
+   *
+   * @example
+   * ```ts
+   * const relay = errand.relay({ to: "nats://127.0.0.1:4222", stream: "EVENTS" });
+   * await relay.start();
+   * ```
+   */
+  relay(options: RelayOptions): Relay {
+    return this.#service(new Relay(this.driver, this.schema, options));
+  }
+
+  /**
    * One job by id, or `null`. On a typed errand, `job.kind` narrows `job.payload`. The
    * payload is what was stored, not checked again: a row inserted by plain SQL, or under
    * an older job map, may not match its kind's type.
@@ -257,6 +334,33 @@ export class Errand<Jobs extends JobMap<Jobs> = UntypedJobs> {
       }
     }
     return rows.map((row) => String(row.id));
+  }
+
+  /**
+   * Pauses a queue or a kind in every worker: within about a second none starts another of
+   * its jobs (a notice reaches the workers at once, a poll every second covers a missed
+   * one). Running handlers finish; jobs claimed ahead and not started go back unspent;
+   * nothing is lost and no attempt is charged. Enqueueing still works. Resolves true when
+   * it was not paused before. See {@link resume}.
+   *
+   * @example
+   * ```ts
+   * await errand.pause({ queue: "email" }); // the mail provider is down
+   * await errand.resume({ queue: "email" });
+   * ```
+   */
+  pause(target: PauseTarget<Kind<Jobs>>): Promise<boolean> {
+    return setPaused(this.driver, this.schema, target, true);
+  }
+
+  /** Undoes {@link pause}: workers take the queue's or kind's jobs again at once. Resolves true when it was paused. */
+  resume(target: PauseTarget<Kind<Jobs>>): Promise<boolean> {
+    return setPaused(this.driver, this.schema, target, false);
+  }
+
+  /** The queues and kinds paused now. */
+  paused(): Promise<Paused> {
+    return readPaused(this.driver, this.schema);
   }
 
   /** Dead letters: the jobs a person must look at. */
@@ -428,4 +532,4 @@ function deadFilter(selector: DeadSelector): [string[] | null, string | null] {
   throw new ValidationError("selector", "must be { ids }, { kind } or { all: true }");
 }
 
-export type { EnqueueOptions, EnqueueResult, JobSpec, Json };
+export type { EnqueueOptions, EnqueueResult, JobSpec, Json, MessageSpec, PublishOptions, PublishResult };

@@ -17,7 +17,7 @@ export interface KindConfig extends KindOptions {
  * Worker settings that belong to the application rather than to one process. A process's
  * own settings (`workerId`, `onEvent`) and command-line flags are added where it starts.
  */
-export type WorkerConfig = Pick<WorkerOptions, "concurrency" | "prefetch" | "leaseMs" | "pollIntervalMs" | "shutdownTimeoutMs" | "heartbeatIntervalMs" | "rescueIntervalMs">;
+export type WorkerConfig = Pick<WorkerOptions, "concurrency" | "queues" | "prefetch" | "leaseMs" | "pollIntervalMs" | "shutdownTimeoutMs" | "heartbeatIntervalMs" | "rescueIntervalMs">;
 
 /**
  * What an application's jobs are: their kinds (settings and handlers), their schedules
@@ -34,8 +34,8 @@ export interface ErrandConfig {
 }
 
 const configKeys = ["kinds", "schedules", "worker"];
-const kindKeys = ["maxAttempts", "retry", "leaseMs", "priority", "concurrencyKey", "handler"];
-const workerKeys = ["concurrency", "prefetch", "leaseMs", "pollIntervalMs", "shutdownTimeoutMs", "heartbeatIntervalMs", "rescueIntervalMs"];
+const kindKeys = ["maxAttempts", "retry", "leaseMs", "priority", "queue", "concurrencyKey", "handler"];
+const workerKeys = ["concurrency", "queues", "prefetch", "leaseMs", "pollIntervalMs", "shutdownTimeoutMs", "heartbeatIntervalMs", "rescueIntervalMs"];
 
 /**
  * Checks a config (every error is a {@link ValidationError} naming the field, e.g.

@@ -95,3 +95,9 @@ export const defaultRefreshSeconds = 5;
 
 /** Rows per page in the dashboard's job lists. */
 export const defaultPageSize = 50;
+
+/** The queue of a job whose kind and enqueue name none (and of a plain-SQL INSERT). */
+export const defaultQueue = "default";
+
+/** How often a worker reads the paused queues and kinds again when no notice came: a pause takes effect within about this. */
+export const pausePollMs = 1_000;

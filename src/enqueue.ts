@@ -3,7 +3,8 @@
  * one JSON object with named fields, and inserted with the rest of its batch in one
  * statement (`enqueue` / `enqueuePlain` in src/sql/jobs.ts read the same names).
  */
-import { defaultMaxAttempts, defaultPriority, defaultRetryPolicy } from "./defaults.js";
+import { type DedupeMode, encodeDedupe } from "./dedupe.js";
+import { defaultMaxAttempts, defaultPriority, defaultQueue, defaultRetryPolicy } from "./defaults.js";
 import type { Driver, Queryable, Statement } from "./driver/types.js";
 import { ErrandError, ValidationError } from "./errors.js";
 import { type ByKind, type Kind, type PayloadField, type StandardSchemaV1, type UntypedJobs, validatePayloads } from "./jobs.js";
@@ -11,6 +12,7 @@ import type { ResolvedKind } from "./options.js";
 import { checkConcurrencyKey } from "./limits.js";
 import { serialisePayload } from "./payload.js";
 import { type RetryPolicy, resolveRetryPolicy } from "./retry-policy.js";
+import { checkQueueName } from "./queues.js";
 import { queriesFor } from "./sql/jobs.js";
 import { checkDate, checkKeys, checkMaxAttempts, checkText, integer, nonNegativeMs, timeoutMs } from "./validate.js";
 
@@ -24,17 +26,21 @@ export interface EnqueueOptions {
   readonly maxAttempts?: number;
   /** Higher runs first. Default: the kind's, else 0. */
   readonly priority?: number;
-  /** A second enqueue with the same key is a no-op that returns the first job's id. At most 1,000 bytes. */
+  /** While the job holds this key (see `dedupe`), an enqueue with the same key is a no-op that returns this job's id. At most 1,000 bytes. */
   readonly dedupeKey?: string;
   /**
    * The job's concurrency key, e.g. `"tenant:42"`: the limits set on it (`errand.limits.set`)
    * apply, and jobs are taken round-robin across keys. Default: the kind's, else none.
    */
   readonly concurrencyKey?: string;
+  /** How long the job holds its `dedupeKey`: see {@link DedupeMode}. Default `"retained"` (until the job is pruned). */
+  readonly dedupe?: DedupeMode;
   /** Backoff for this job only. */
   readonly retry?: Partial<RetryPolicy>;
   /** Maximum run time of each attempt of this job, in ms (whole, ≥ 1). Default: the kind's, else 30 minutes. */
   readonly timeoutMs?: number;
+  /** The queue the job goes to. Default: its kind's, else `default`. */
+  readonly queue?: string;
   /** Your connection or open transaction: the job commits or rolls back with it. */
   readonly db?: Queryable;
 }
@@ -52,6 +58,8 @@ export interface EnqueueResult {
   readonly id: string;
   /** True when a job with the same dedupe key already existed and nothing was inserted. */
   readonly duplicate: boolean;
+  /** Present (true) when a `dedupe: "replace"` enqueue replaced the waiting job's payload and options. */
+  readonly replaced?: true;
 }
 
 /** Longest kind name, in characters. */
@@ -82,7 +90,7 @@ export interface EnqueueTarget {
   readonly schemas: ReadonlyMap<string, StandardSchemaV1>;
 }
 
-const specKeys = ["kind", "payload", "runAt", "delay", "maxAttempts", "priority", "dedupeKey", "retry", "timeoutMs", "concurrencyKey"];
+const specKeys = ["kind", "payload", "runAt", "delay", "maxAttempts", "priority", "dedupeKey", "dedupe", "retry", "timeoutMs", "queue", "concurrencyKey"];
 
 /**
  * Enqueues `specs` in one statement (one round trip), on `db` when given (the caller's
@@ -94,7 +102,7 @@ export async function enqueueJobs(target: EnqueueTarget, specs: readonly JobSpec
   if (specs.length === 0) return [];
   // Without schemas, no await: enqueue stays one round trip and nothing more.
   const checked = target.schemas.size === 0 ? specs : await validatePayloads<JobSpec>(specs, target.schemas, (i) => (options.single ? "payload" : `jobs[${i}].payload`));
-  const { json, dedupeKeys } = encodeJobs(checked, target.kinds, target.maxPayloadBytes, options.single === true);
+  const { json, dedupeKeys, entries, replacing } = encodeJobs(checked, target.kinds, target.maxPayloadBytes, options.single === true);
   const queries = queriesFor(target.schema);
   const on = options.db;
   const run = <Row>(statement: Statement, params: readonly unknown[]) => (on ? on.query<Row>(statement.text, params) : target.driver.run<Row>(statement, params));
@@ -102,12 +110,28 @@ export async function enqueueJobs(target: EnqueueTarget, specs: readonly JobSpec
     const { rows } = await run<{ ids: (string | number)[] }>(queries.enqueuePlain, [json]);
     return rows[0]!.ids.map((id) => ({ id: String(id), duplicate: false }));
   }
-  const { rows } = await run<{ ids: (string | number | null)[]; duplicates: boolean[] }>(queries.enqueue, [json]);
-  const { ids, duplicates } = rows[0]!;
-  const results = ids.map((id, i) => ({ id: id === null ? null : String(id), duplicate: duplicates[i]! }));
+  const results = await enqueueKeyed(json, dedupeKeys, run, queries);
+  // A replace that found its job claimed between this statement's look and its update
+  // replaced nothing: once more, now that the job is seen running, so it enqueues anew
+  // (unless the job holds its key while running, e.g. "active": then it is a duplicate).
+  const again = results.flatMap((result, i) => (replacing[i] && result.duplicate && result.replaced === undefined ? [i] : []));
+  if (again.length > 0) {
+    const retried = await enqueueKeyed(`[${again.map((i) => entries[i]).join(",")}]`, again.map((i) => dedupeKeys[i]!), run, queries);
+    again.forEach((i, n) => (results[i] = retried[n]!));
+  }
+  return results;
+}
+
+type Run = <Row>(statement: Statement, params: readonly unknown[]) => Promise<{ rows: Row[] }>;
+
+/** The `enqueue` statement for a batch with dedupe keys, duplicates resolved to their holders' ids. */
+async function enqueueKeyed(json: string, dedupeKeys: readonly (string | null)[], run: Run, queries: ReturnType<typeof queriesFor>): Promise<EnqueueResult[]> {
+  const { rows } = await run<{ ids: (string | number | null)[]; duplicates: boolean[]; replaced: boolean[] }>(queries.enqueue, [json]);
+  const { ids, duplicates, replaced } = rows[0]!;
+  const results = ids.map((id, i) => ({ id: id === null ? null : String(id), duplicate: duplicates[i]!, replaced: replaced[i]! }));
   const missing = results.flatMap((result, i) => (result.id === null ? [dedupeKeys[i]!] : []));
   if (missing.length > 0) {
-    // The conflicting job committed after this statement's snapshot: look again.
+    // The holder committed after this statement's snapshot: look again.
     const found = await run<{ id: string; dedupe_key: string }>(queries.findByDedupeKeys, [missing]);
     const byKey = new Map(found.rows.map((row) => [row.dedupe_key, String(row.id)]));
     results.forEach((result, i) => {
@@ -116,7 +140,7 @@ export async function enqueueJobs(target: EnqueueTarget, specs: readonly JobSpec
   }
   return results.map((result, i) => {
     if (result.id === null) throw new ErrandError("dedupe_race", `job with dedupe key '${dedupeKeys[i]}' was neither inserted nor found (deleted concurrently?)`);
-    return { id: result.id, duplicate: result.duplicate };
+    return result.replaced ? { id: result.id, duplicate: result.duplicate, replaced: true } : { id: result.id, duplicate: result.duplicate };
   });
 }
 
@@ -125,11 +149,16 @@ export interface EncodedJobs {
   /**
    * A JSON array with one object per job, keyed by column: `kind`, `payload`, `run_at`
    * (ISO text; absent = now), `delay_ms` (absent = 0), `max_attempts`, `priority`,
-   * `dedupe_key`, `retry`, `timeout_ms` and `concurrency_key` (absent = none). `jobFields` in src/sql/jobs.ts reads them.
+   * `dedupe_key`, `retry`, `timeout_ms`, `dedupe_mode` and `dedupe_ttl_ms` (absent = none;
+   * see src/dedupe.ts) `queue` (absent = default) and `concurrency_key` (absent = none). `jobInput` in src/sql/jobs.ts reads them.
    */
   readonly json: string;
   /** Each job's dedupe key, or null, in input order. */
   readonly dedupeKeys: (string | null)[];
+  /** Each job's JSON object (the elements of `json`). */
+  readonly entries: readonly string[];
+  /** Whether each job has `dedupe: "replace"`. */
+  readonly replacing: readonly boolean[];
 }
 
 /**
@@ -141,6 +170,7 @@ export interface EncodedJobs {
 export function encodeJobs(specs: readonly JobSpec[], kinds: ReadonlyMap<string, ResolvedKind>, maxPayloadBytes: number, single = false): EncodedJobs {
   const entries: string[] = [];
   const dedupeKeys: (string | null)[] = [];
+  const replacing: boolean[] = [];
   const kindsJson = new Map<string, string>();
   specs.forEach((spec, i) => {
     const field = single ? "" : `jobs[${i}].`;
@@ -157,12 +187,17 @@ export function encodeJobs(specs: readonly JobSpec[], kinds: ReadonlyMap<string,
     if (spec.delay !== undefined) entry += `,"delay_ms":${checkDelay(spec.delay, `${field}delay`)}`;
     const dedupeKey = spec.dedupeKey === undefined ? null : checkText(spec.dedupeKey, `${field}dedupeKey`, { maxBytes: maxDedupeKeyBytes });
     if (dedupeKey !== null) entry += `,"dedupe_key":${JSON.stringify(dedupeKey)}`;
+    entry += encodeDedupe(spec.dedupe, `${field}dedupe`, dedupeKey !== null);
     if (spec.retry !== undefined) entry += `,"retry":${JSON.stringify(resolveRetryPolicy(spec.retry, `${field}retry`, kind?.retry ?? defaultRetryPolicy))}`;
     if (spec.timeoutMs !== undefined) entry += `,"timeout_ms":${timeoutMs(spec.timeoutMs, `${field}timeoutMs`)}`;
     const concurrencyKey = spec.concurrencyKey === undefined ? kind?.concurrencyKey : checkConcurrencyKey(spec.concurrencyKey, `${field}concurrencyKey`);
     if (concurrencyKey !== undefined) entry += `,"concurrency_key":${JSON.stringify(concurrencyKey)}`;
+    // Left out for the default queue (the column's default), as most jobs are.
+    const queue = spec.queue === undefined ? kind?.queue : checkQueueName(spec.queue, `${field}queue`);
+    if (queue !== undefined && queue !== defaultQueue) entry += `,"queue":${JSON.stringify(queue)}`;
     dedupeKeys.push(dedupeKey);
+    replacing.push(spec.dedupe === "replace");
     entries.push(`${entry}}`);
   });
-  return { json: `[${entries.join(",")}]`, dedupeKeys };
+  return { json: `[${entries.join(",")}]`, dedupeKeys, entries, replacing };
 }

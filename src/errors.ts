@@ -44,6 +44,8 @@ export type ErrandErrorCode =
   | "invalid_migrations"
   /** An isolated handler's thread or process exited before the handler finished. */
   | "isolate_exited"
+  /** What was asked cannot work where it was asked: `ctx.complete(tx)` in an isolated handler. */
+  | "unsupported"
   /** A stored job row cannot be run as it is (e.g. its `retry` column is not a policy); that job alone goes dead. */
   | "invalid_job"
   /** A job's outcome could not be written even alone; it was moved to dead, or runs again after its lease. */
@@ -51,7 +53,11 @@ export type ErrandErrorCode =
   /** `waitFor` reached its `timeoutMs` before the job finished (the job itself is not affected). */
   | "wait_timeout"
   /** `waitFor` was still waiting when the errand was closed. */
-  | "closed";
+  | "closed"
+  /** The relay could not reach its broker when starting, or the broker lacks the stream or exchange it needs. */
+  | "broker_unreachable"
+  /** An optional feature's package is not installed; the message names it. */
+  | "missing_dependency";
 
 /**
  * Every error errand raises on purpose is an {@link ErrandError} with a stable `code`,

@@ -6,6 +6,7 @@
  * @module
  */
 export { Errand, type ErrandOptions, type EnqueueOptions, type EnqueueResult, type JobSpec, type DeadSelector, type DeadLetters, type TypedWorkerOptions, type SqlClient } from "./client.js";
+export type { DedupeMode } from "./dedupe.js";
 export {
   defineJobs,
   json,
@@ -32,8 +33,10 @@ export {
 } from "./jobs.js";
 export { ErrandError, type ErrandErrorCode, ValidationError, NotFoundError, PermanentError, UnknownKindError, permanent } from "./errors.js";
 export type { Job, JobStatus, JobError } from "./job.js";
+export type { Batch, BatchMember, BatchResult, BatchSpec, BatchJobSpec, BatchCallbackSpec, BatchCallbackKind, BatchCallbackOptions, BatchCallbackPayload, BatchSummary, ListBatchesOptions } from "./batches.js";
 export type { WaitOptions } from "./wait.js";
 export type { KindOptions } from "./options.js";
+export type { PauseTarget, Paused, QueueDepth } from "./queues.js";
 export { defineConfig, kindsOf, handlersOf, type ErrandConfig, type KindConfig, type WorkerConfig } from "./config.js";
 export { snooze, type Snooze } from "./outcomes.js";
 export type { Json } from "./payload.js";
@@ -50,7 +53,7 @@ export { Scheduler, type SchedulerOptions, type SchedulerEvent, type SchedulerTi
 export type { ScheduleSpec, ScheduleSettings, OverlapPolicy, MissedPolicy, ScheduleJobOptions } from "./schedules/spec.js";
 export type { ScheduleInfo } from "./schedules/info.js";
 export type { Clock } from "./clock.js";
-export type { QueueStats, KindStats, WindowStats } from "./observe/stats.js";
+export type { QueueStats, KindStats, WindowStats, OutboxStats } from "./observe/stats.js";
 export { Purger, type PurgerOptions, type PurgeOptions, type PurgeResult, Pruner, type PrunerOptions, type PruneOptions, type PruneResult } from "./maintenance/purger.js";
 export { defaultRetentionMs } from "./defaults.js";
 export type { Rescuer, RescuerOptions, RescueResult } from "./maintenance/rescuer.js";
@@ -62,3 +65,6 @@ export { retrySchedule, retryPlanText, capacity, capacityPlanText, type RetrySte
 export { fromPostgresJs, type PostgresJsSql } from "./driver/postgres-js.js";
 export { fromKysely, type KyselyExecutor, type KyselyRawQuery } from "./driver/kysely.js";
 export { fromDrizzle, type DrizzleDatabase, type DrizzleSqlHelper } from "./driver/drizzle.js";
+export type { MessageSpec, PublishOptions, PublishResult } from "./outbox/publish.js";
+export type { Relay, RelayOptions, RelayEvent, RelayResult } from "./outbox/relay.js";
+export type { TransportOptions } from "./outbox/transport.js";

@@ -45,6 +45,8 @@ export function isFinished(status: JobStatus): boolean {
 export interface Job<Payload = unknown, Kind extends string = string> {
   readonly id: string;
   readonly kind: Kind;
+  /** The queue it belongs to (`default` unless its kind or its enqueue named one). */
+  readonly queue: string;
   /** As stored: plain JSON. */
   readonly payload: Payload;
   readonly status: JobStatus;
@@ -69,6 +71,8 @@ export interface Job<Payload = unknown, Kind extends string = string> {
   readonly result: Json | null;
   /** The last value the handler reported with `ctx.progress()` (kept after the job finishes); null if none. */
   readonly progress: Json | null;
+  /** The batch the job is a member of (`errand.batch`), or null. */
+  readonly batchId: string | null;
 }
 
 /** The row shape the job queries return. */
@@ -95,6 +99,10 @@ export interface JobRow {
   /** Absent from queries that do not select it (they show no result). */
   result?: unknown;
   progress?: unknown;
+  /** Absent before migration 013 and from queries that do not select it. */
+  batch_id?: string | number | null;
+  /** Absent from queries that do not select it (read as `default`). */
+  queue?: string;
 }
 
 /** Converts a row to the public {@link Job} shape. */
@@ -102,6 +110,7 @@ export function toJob(row: JobRow): Job {
   return {
     id: String(row.id),
     kind: row.kind,
+    queue: row.queue ?? "default",
     payload: row.payload,
     status: row.status,
     priority: Number(row.priority),
@@ -120,6 +129,7 @@ export function toJob(row: JobRow): Job {
     // As the payload: both drivers parse jsonb (parseJson would turn a string result "12" into 12).
     result: (row.result as Json | undefined) ?? null,
     progress: (row.progress as Json | undefined) ?? null,
+    batchId: row.batch_id === undefined || row.batch_id === null ? null : String(row.batch_id),
   };
 }
 

@@ -1,4 +1,5 @@
-import { defaultMaxAttempts, defaultPriority } from "./defaults.js";
+import { defaultMaxAttempts, defaultPriority, defaultQueue } from "./defaults.js";
+import { checkQueueName } from "./queues.js";
 import { type RetryPolicy, resolveRetryPolicy } from "./retry-policy.js";
 import { checkConcurrencyKey } from "./limits.js";
 import { checkKeys, checkMaxAttempts, integer, positiveMs, timeoutMs } from "./validate.js";
@@ -25,6 +26,8 @@ export interface KindOptions {
    * on that key (`errand.limits.set`), a limit for the whole kind. Default: none.
    */
   readonly concurrencyKey?: string;
+  /** The queue this kind's jobs go to, unless an enqueue names another. Default `default`. */
+  readonly queue?: string;
 }
 
 /** {@link KindOptions} with defaults filled in. */
@@ -35,6 +38,7 @@ export interface ResolvedKind {
   readonly priority: number;
   /** Undefined: the worker's default applies. */
   readonly timeoutMs: number | undefined;
+  readonly queue: string;
   readonly concurrencyKey?: string | undefined;
 }
 
@@ -43,13 +47,14 @@ export function resolveKinds(kinds: Readonly<Record<string, KindOptions>> | unde
   const resolved = new Map<string, ResolvedKind>();
   for (const [kind, options] of Object.entries(kinds ?? {})) {
     const field = `${parent}.${kind}`;
-    checkKeys(options, field, ["maxAttempts", "retry", "leaseMs", "priority", "timeoutMs", "concurrencyKey"]);
+    checkKeys(options, field, ["maxAttempts", "retry", "leaseMs", "priority", "timeoutMs", "queue", "concurrencyKey"]);
     resolved.set(kind, {
       maxAttempts: options.maxAttempts === undefined ? defaultMaxAttempts : checkMaxAttempts(options.maxAttempts, `${field}.maxAttempts`),
       retry: resolveRetryPolicy(options.retry, `${field}.retry`),
       leaseMs: options.leaseMs === undefined ? undefined : positiveMs(options.leaseMs, `${field}.leaseMs`),
       priority: options.priority === undefined ? defaultPriority : integer(options.priority, `${field}.priority`),
       timeoutMs: options.timeoutMs === undefined ? undefined : timeoutMs(options.timeoutMs, `${field}.timeoutMs`),
+      queue: options.queue === undefined ? defaultQueue : checkQueueName(options.queue, `${field}.queue`),
       concurrencyKey: options.concurrencyKey === undefined ? undefined : checkConcurrencyKey(options.concurrencyKey, `${field}.concurrencyKey`),
     });
   }

@@ -1,7 +1,8 @@
 // The scenarios. Each `measure(system, ns, cfg)` sets up a fresh namespace for `system`,
 // measures once and returns { value, ...details }; run.js interleaves systems and runs.
-import { percentile, sleep, wallMs, withPg } from "./common.js";
+import { dropSchema, percentile, sleep, wallMs, withPg } from "./common.js";
 import { runWorkers, spawnChild } from "./children.js";
+import { runPgbench } from "./pgbench.js";
 
 async function adapterFor(system, ns) {
   return (await import(`../systems/${system}.js`)).create(ns);
@@ -50,9 +51,15 @@ async function verify(adapter, handled, seeded, label) {
   return completed;
 }
 
-export async function processJobs(system, ns, { count, capMs, mode, workers = 1, before, keys }) {
+/**
+ * Fills a queue with `count` jobs, runs `workers` worker processes on it and returns the
+ * rate. `keys`: spread the jobs over that many concurrency keys (errand). `before(ns)` runs between setup and filling; `reuse`: the namespace exists (no
+ * setup); `keep`: it is not dropped afterwards.
+ */
+export async function processJobs(system, ns, { count, capMs, mode, workers = 1, before, reuse = false, keep = false, keys }) {
+  if (system === "pgbench") return pgbenchJobs(ns, { count, clients: mode === "best" ? 4 : 1 });
   const adapter = await adapterFor(system, ns);
-  await adapter.setup();
+  if (!reuse) await adapter.setup();
   if (before) await before(ns);
   await seed(adapter, count, keys);
   await adapter.close();
@@ -61,12 +68,33 @@ export async function processJobs(system, ns, { count, capMs, mode, workers = 1,
   const handled = results.reduce((s, r) => s + r.count, 0);
   const first = Math.min(...results.map((r) => r.first ?? Infinity));
   const last = Math.max(...results.map((r) => r.last ?? -Infinity));
-  const completed = await verify(adapter, handled, count, `${system} ${mode}`);
-  await adapter.teardown();
-  await adapter.close();
   // Rate between the first and the last handler call, so start-up cost is not counted.
   const value = handled > 1 ? ((handled - 1) / (last - first)) * 1000 : handled / (capMs / 1000);
-  return { value, handled, completed, reached, maxRssMB: Math.max(...results.map((r) => r.maxRssMB)), stopMs: Math.max(...results.map((r) => r.stopMs)) };
+  let completed;
+  try {
+    completed = await verify(adapter, handled, count, `${system} ${mode}`);
+  } catch (error) {
+    error.rate = value; // the sweep keeps a peer's rate and notes its lost completions
+    throw error;
+  }
+  if (!keep) await adapter.teardown();
+  await adapter.close();
+  // Node CPU per handled job, in µs: less sensitive to a loaded machine than the rate.
+  const cpuUsPerJob = (results.reduce((s, r) => s + (r.cpuMs ?? 0), 0) * 1000) / Math.max(1, handled);
+  return { value, handled, completed, reached, cpuUsPerJob, maxRssMB: Math.max(...results.map((r) => r.maxRssMB)), stopMs: Math.max(...results.map((r) => r.stopMs)) };
+}
+
+/** The raw-SQL ceiling by pgbench: the seed's table (bench/systems/raw.js), filled the same way. */
+async function pgbenchJobs(ns, { count, clients }) {
+  const adapter = await adapterFor("raw", ns);
+  await adapter.setup();
+  try {
+    await seed(adapter, count);
+    return await runPgbench(ns, { count, clients });
+  } finally {
+    await adapter.teardown();
+    await adapter.close();
+  }
 }
 
 async function latency(system, ns, { seconds, rate }) {
@@ -113,30 +141,47 @@ async function latency(system, ns, { seconds, rate }) {
   }
 }
 
-/** Adds `rows` finished jobs (90 % done, 10 % dead) to errand's table and vacuums it, as an old table would be. */
-async function history(ns, rows) {
+/**
+ * A history as a busy installation whose table autovacuum never got to would have it:
+ * `rows` jobs (kind "bench_history", one per second over the last `rows` seconds, capped
+ * at 7 days back, as the pruner keeps) inserted ready and then finished (90 % done, 10 %
+ * dead) by a second statement, so every finished row left a dead row version behind, with
+ * its entry in jobs_ready. Autovacuum is off for the table and nothing analyses it.
+ * Returns the seconds the generation took.
+ */
+export async function history(ns, rows) {
+  const started = performance.now();
   await withPg(async (c) => {
+    await c.query(`ALTER TABLE "${ns}".jobs SET (autovacuum_enabled = false)`);
     await c.query(`
-      INSERT INTO "${ns}".jobs (kind, payload, status, attempts, run_at, started_at, finished_at, last_error)
-      SELECT 'bench', jsonb_build_object('i', g), CASE WHEN g % 10 = 0 THEN 'dead' ELSE 'done' END, 1,
-             now() - interval '1 day', now() - interval '1 day', now() - interval '1 day',
-             CASE WHEN g % 10 = 0 THEN 'Error: boom' END
-      FROM generate_series(1, $1::int) AS g`, [rows]);
-    await c.query(`VACUUM ANALYZE "${ns}".jobs`);
+      INSERT INTO "${ns}".jobs (kind, payload, run_at, created_at)
+      SELECT 'bench_history', jsonb_build_object('i', g), t, t
+      FROM generate_series(1, $1::int) AS g, LATERAL (SELECT now() - least(interval '7 days', ($1::int - g) * interval '1 second') - interval '1 minute' AS t) AS at`, [rows]);
+    await c.query(`
+      UPDATE "${ns}".jobs
+      SET status = CASE WHEN id % 10 = 0 THEN 'dead' ELSE 'done' END, attempts = 1,
+          started_at = run_at, finished_at = run_at + interval '10 milliseconds',
+          last_error = CASE WHEN id % 10 = 0 THEN 'Error: boom' END
+      WHERE kind = 'bench_history'`);
   });
+  return (performance.now() - started) / 1000;
 }
+
+/** The history table of the last `history_raw` measurement, vacuumed and measured again by `history_vacuumed`. */
+let historyKept;
 
 /** Scenario definitions: which systems, how to measure, unit and direction. */
 export function scenarios(cfg) {
   const peers = ["errand", "pgboss", "graphile", "bullmq", "raw"];
+  const processing = [...peers, "pgbench"];
   return [
     { id: "enqueue_one", title: "enqueue one at a time", unit: "jobs/s", higher: true, systems: peers,
       measure: (s, ns) => enqueue("enqueue-one", s, ns, cfg.enqueueOne) },
     { id: "enqueue_bulk", title: "bulk enqueue, 1,000 per call", unit: "jobs/s", higher: true, systems: peers,
       measure: (s, ns) => enqueue("enqueue-bulk", s, ns, cfg.enqueueBulk, 1000) },
-    { id: "process_default", title: "process, default settings", unit: "jobs/s", higher: true, systems: peers,
+    { id: "process_default", title: "process, default settings", unit: "jobs/s", higher: true, systems: processing,
       measure: (s, ns) => processJobs(s, ns, { count: cfg.processDefault, capMs: cfg.capDefaultMs, mode: "default" }) },
-    { id: "process_best", title: "process, best settings found", unit: "jobs/s", higher: true, systems: peers,
+    { id: "process_best", title: "process, best settings found", unit: "jobs/s", higher: true, systems: processing,
       measure: (s, ns) => processJobs(s, ns, { count: cfg.processBest, capMs: cfg.capMs, mode: "best" }) },
     { id: "latency", title: `pickup latency from commit at ${cfg.latencyRate} jobs/s, p50 (p99)`, unit: "ms", higher: false, systems: ["errand", "pgboss", "graphile", "bullmq"],
       measure: (s, ns) => latency(s, ns, { seconds: cfg.latencySeconds, rate: cfg.latencyRate }) },
@@ -149,9 +194,32 @@ export function scenarios(cfg) {
       measure: (s, ns) => processJobs(s, ns, { count: cfg.processDefault, capMs: cfg.capMs, mode: "default", keys: 50 }) },
     { id: "rate_limit", group: "limits", title: "rate limit 1,000/s on one key (defaults): the rate reached", unit: "jobs/s", higher: true, systems: ["errand"],
       measure: (s, ns) => processJobs(s, ns, { count: Math.min(cfg.processDefault, 5_000), capMs: cfg.capMs, mode: "default", keys: 1, before: errandLimits({ k0: { rate_count: 1000, rate_period_ms: 1000 } }) }) },
-    { id: "history_empty", group: "history", title: "history: claim, empty table (defaults)", unit: "jobs/s", higher: true, systems: ["errand"],
+    // errand only. In each run: an empty table; then a table with the history, never
+    // vacuumed or analysed; then the same table after VACUUM ANALYZE.
+    { id: "history_empty", group: "history", title: "history: process, empty table (defaults)", unit: "jobs/s", higher: true, systems: ["errand"],
       measure: (s, ns) => processJobs(s, ns, { count: cfg.historyJobs, capMs: cfg.capMs, mode: "default" }) },
-    { id: "history_full", group: "history", title: `history: claim with ${cfg.historyRows.toLocaleString("en")} done/dead rows (defaults)`, unit: "jobs/s", higher: true, systems: ["errand"],
-      measure: (s, ns) => processJobs(s, ns, { count: cfg.historyJobs, capMs: cfg.capMs, mode: "default", before: (n) => history(n, cfg.historyRows) }) },
+    { id: "history_raw", group: "history", title: `history: ${cfg.historyRows.toLocaleString("en")} done/dead rows, never vacuumed or analysed`, unit: "jobs/s", higher: true, systems: ["errand"],
+      measure: async (s, ns) => {
+        let seconds;
+        const result = await processJobs(s, ns, { count: cfg.historyJobs, capMs: cfg.capMs, mode: "default", keep: true, before: async (n) => void (seconds = await history(n, cfg.historyRows)) });
+        historyKept = ns;
+        return { ...result, generateSeconds: seconds };
+      } },
+    { id: "history_vacuumed", group: "history", title: `history: ${cfg.historyRows.toLocaleString("en")} done/dead rows, after VACUUM ANALYZE`, unit: "jobs/s", higher: true, systems: ["errand"],
+      measure: async (s) => {
+        if (!historyKept) throw new Error("history_vacuumed runs on history_raw's table, which is missing");
+        const ns = historyKept;
+        historyKept = undefined;
+        try {
+          return await processJobs(s, ns, { count: cfg.historyJobs, capMs: cfg.capMs, mode: "default", reuse: true, before: async (n) => {
+            await withPg(async (c) => {
+              await c.query(`UPDATE "${n}".jobs SET kind = 'bench_history' WHERE kind = 'bench'`); // the last run's jobs are history now
+              await c.query(`VACUUM ANALYZE "${n}".jobs`);
+            });
+          } });
+        } finally {
+          await dropSchema(ns).catch(() => {});
+        }
+      } },
   ];
 }

@@ -2,13 +2,20 @@
 import { Queue, Worker } from "bullmq";
 import IORedis from "ioredis";
 import { redis } from "../lib/common.js";
+import { knobsFor, sweptBest } from "../lib/peer-settings.js";
 
-/** Worker settings per mode (the issue's best: concurrency 100). */
+/** Worker options per mode. "best": what `npm run bench:sweep` found (bench/peer-settings.json), else concurrency 100. */
 export const settings = {
   default: {},
-  best: { concurrency: 100 },
+  best: sweptBest("bullmq", { concurrency: 100 }),
   latency: {},
 };
+
+/** The sweep's grid (bench/sweep.js). */
+export const sweep = { concurrency: [10, 50, 100, 200, 500] };
+
+/** The knobs are BullMQ's own Worker options. */
+export const options = (knobs) => knobs;
 
 const connection = () => new IORedis({ ...redis, maxRetriesPerRequest: null });
 
@@ -27,7 +34,7 @@ export function create(ns) {
       await open().addBulk(payloads.map((data) => ({ name: "bench", data })));
     },
     async startWorker(mode, onJobs) {
-      const worker = new Worker("bench", async (job) => void onJobs([job.data]), { connection: connection(), prefix: ns, ...settings[mode] });
+      const worker = new Worker("bench", async (job) => void onJobs([job.data]), { connection: connection(), prefix: ns, ...options(knobsFor(settings, mode)) });
       worker.on("error", (error) => console.error("bullmq worker error", error));
       await worker.waitUntilReady();
       return { stop: () => worker.close() };

@@ -1,6 +1,8 @@
-// errand, imported from the build (../../dist), against the bench PostgreSQL.
-import { Errand } from "../../dist/index.js";
+// errand, imported from the build (../../dist, or BENCH_ERRAND_DIST: another checkout's
+// dist/index.js, for A/B runs with bench/ab.js), against the bench PostgreSQL.
+import { pathToFileURL } from "node:url";
 import { dropSchema, pgUrl, withPg } from "../lib/common.js";
+import { knobsFor } from "../lib/peer-settings.js";
 
 /**
  * Worker settings per mode. "best" is the fastest found (BENCH_ERRAND_BEST / _DEFAULT,
@@ -14,11 +16,17 @@ export const settings = {
   latency: {},
 };
 
+/** The Errand class of the build under test (read per call: bench/ab.js switches between builds). */
+async function errandClass() {
+  const dist = process.env.BENCH_ERRAND_DIST;
+  return (await import(dist ? pathToFileURL(dist).href : "../../dist/index.js")).Errand;
+}
+
 /** An errand instance in its own schema. */
 export function create(ns) {
   let errand;
   const url = process.env.BENCH_ERRAND_URL ?? pgUrl; // experiments only (e.g. ?options=…)
-  const open = async (migrate) => (errand ??= await Errand.open({ connectionString: url, schema: ns, migrate }));
+  const open = async (migrate) => (errand ??= await (await errandClass()).open({ connectionString: url, schema: ns, migrate }));
   return {
     async setup() {
       await dropSchema(ns);
@@ -34,7 +42,7 @@ export function create(ns) {
     async startWorker(mode, onJobs) {
       const client = await open(false);
       const worker = client.worker({
-        ...settings[mode],
+        ...knobsFor(settings, mode),
         handlers: { bench: async (payload) => void onJobs([payload]) },
         onEvent: (event) => {
           if (event.type === "error") console.error("errand worker error", event.during, event.error);
@@ -44,7 +52,7 @@ export function create(ns) {
       return { stop: () => worker.stop({ timeout: 5_000 }) };
     },
     async completed() {
-      return withPg(async (c) => Number((await c.query(`SELECT count(*) FROM "${ns}".jobs WHERE status = 'done'`)).rows[0].count));
+      return withPg(async (c) => Number((await c.query(`SELECT count(*) FROM "${ns}".jobs WHERE status = 'done' AND kind = 'bench'`)).rows[0].count));
     },
     async close() {
       await errand?.close();

@@ -1,13 +1,32 @@
 // graphile-worker 0.18 in its own schema. Task identifier "bench".
 import { makeWorkerUtils, run } from "graphile-worker";
 import { dropSchema, pgUrl, withPg } from "../lib/common.js";
+import { knobsFor, sweptBest } from "../lib/peer-settings.js";
 
-/** Worker settings per mode (the issue's best: localQueue 1000, completeJobBatchDelay 10). */
+/**
+ * Worker knobs per mode. "best": what `npm run bench:sweep` found (bench/peer-settings.json),
+ * else the issue's concurrency 100, localQueue 1000, completeJobBatchDelay 10.
+ */
 export const settings = {
   default: {},
-  best: { concurrency: 100, preset: { worker: { localQueue: { size: 1000 }, completeJobBatchDelay: 10 } } },
+  best: sweptBest("graphile", { concurrency: 100, localQueueSize: 1000, completeJobBatchDelay: 10 }),
   latency: {},
 };
+
+/** The sweep's grid (bench/sweep.js): concurrency × localQueue.size × completeJobBatchDelay (-1: off, the default). */
+export const sweep = {
+  concurrency: [8, 16, 24, 50, 100],
+  localQueueSize: [-1, 200, 1000],
+  completeJobBatchDelay: [-1, 10],
+};
+
+/** graphile-worker's `run()` options for flat knobs. */
+export function options({ concurrency, localQueueSize, completeJobBatchDelay } = {}) {
+  const worker = {};
+  if (localQueueSize != null && localQueueSize > 0) worker.localQueue = { size: localQueueSize };
+  if (completeJobBatchDelay != null && completeJobBatchDelay >= 0) worker.completeJobBatchDelay = completeJobBatchDelay;
+  return { ...(concurrency != null ? { concurrency } : {}), ...(Object.keys(worker).length ? { preset: { worker } } : {}) };
+}
 
 /** A graphile-worker installation in its own schema. */
 export function create(ns) {
@@ -25,7 +44,7 @@ export function create(ns) {
       await (await open()).addJobs(payloads.map((payload) => ({ identifier: "bench", payload })));
     },
     async startWorker(mode, onJobs) {
-      const { preset, ...rest } = settings[mode];
+      const { preset, ...rest } = options(knobsFor(settings, mode));
       const runner = await run({
         connectionString: pgUrl,
         schema: ns,

@@ -1,13 +1,31 @@
 // pg-boss 12 in its own schema. Jobs go to one queue, "bench".
 import { PgBoss } from "pg-boss";
 import { dropSchema, pgUrl, withPg } from "../lib/common.js";
+import { knobsFor, sweptBest } from "../lib/peer-settings.js";
 
-/** Worker settings per mode (the issue's best: batchSize 1000; latency: LISTEN/NOTIFY on). */
+/**
+ * `work()` options per mode. "best": what `npm run bench:sweep` found
+ * (bench/peer-settings.json), else batchSize 1000; latency: LISTEN/NOTIFY on.
+ */
 export const settings = {
   default: {},
-  best: { batchSize: 1000, burstWhenBatchFull: true, pollingIntervalSeconds: 0.5 },
+  best: sweptBest("pgboss", { batchSize: 1000, localConcurrency: 1, burstWhenBatchFull: true, pollingIntervalSeconds: 0.5 }),
   latency: { batchSize: 10, pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 0.5 },
 };
+
+/**
+ * The sweep's grid (bench/sweep.js): batchSize × localConcurrency (pg-boss 10+'s
+ * replacement of teamSize), always fetching again at once while batches come back full.
+ */
+export const sweep = {
+  batchSize: [100, 500, 1000, 2000],
+  localConcurrency: [1, 2, 4],
+  burstWhenBatchFull: [true],
+  pollingIntervalSeconds: [0.5],
+};
+
+/** The knobs are pg-boss's own `work()` options. */
+export const options = (knobs) => knobs;
 
 /** A pg-boss instance in its own schema. */
 export function create(ns) {
@@ -33,7 +51,7 @@ export function create(ns) {
     },
     async startWorker(mode, onJobs) {
       const b = await open(mode === "latency");
-      await b.work("bench", settings[mode], async (jobs) => void onJobs(jobs.map((job) => job.data)));
+      await b.work("bench", options(knobsFor(settings, mode)), async (jobs) => void onJobs(jobs.map((job) => job.data)));
       return { stop: () => b.stop({ graceful: true, timeout: 5_000 }).then(() => (boss = undefined)) };
     },
     async completed() {

@@ -1,5 +1,6 @@
 import { type Command, InvalidArgumentError } from "commander";
 import { defaultMaxAttempts, defaultMaxPayloadBytes, defaultPriority } from "../defaults.js";
+import { type DedupeMode, encodeDedupe } from "../dedupe.js";
 import { encodeJobs } from "../enqueue.js";
 import { checkDate, maxMaxAttempts } from "../validate.js";
 import { type DatabaseFlags, cliArg, intArg, openFromFlags, secondsArg, withDatabase } from "./common.js";
@@ -7,6 +8,7 @@ import { printJson } from "./output.js";
 
 interface EnqueueFlags extends DatabaseFlags {
   readonly dedupeKey?: string;
+  readonly dedupe?: DedupeMode;
   readonly runAt?: string;
   readonly delay?: number;
   readonly maxAttempts?: number;
@@ -21,7 +23,8 @@ export function register(program: Command): void {
       .description("enqueue one job and print its id (with --json, the job)")
       .argument("<kind>", "job kind, e.g. send_receipt")
       .argument("<json>", "payload as JSON, e.g. '{\"order_id\": 1042}'", parseJsonArg)
-      .option("--dedupe-key <key>", "a second enqueue with the same key is a no-op")
+      .option("--dedupe-key <key>", "while the job holds this key (see --dedupe), an enqueue with it is a no-op")
+      .option("--dedupe <mode>", "how long the job holds its key: retained (default), active, queued, replace, or a ttl in seconds (e.g. 3600)", cliArg(parseDedupe))
       .option("--run-at <iso>", "run no earlier than this ISO 8601 time, e.g. 2026-12-01T09:00:00Z", cliArg((value) => checkDate(value, "runAt")))
       .option("--delay <seconds>", "run no earlier than this many seconds from now", secondsArg())
       .option("--max-attempts <n>", `attempts before the job is dead (default ${defaultMaxAttempts})`, intArg(1, maxMaxAttempts))
@@ -31,6 +34,7 @@ export function register(program: Command): void {
     if (flags.runAt && flags.delay !== undefined) throw new InvalidArgumentError("give --run-at or --delay, not both");
     const options = {
       ...(flags.dedupeKey !== undefined ? { dedupeKey: flags.dedupeKey } : {}),
+      ...(flags.dedupe !== undefined ? { dedupe: flags.dedupe } : {}),
       ...(flags.runAt ? { runAt: flags.runAt } : {}),
       ...(flags.delay !== undefined ? { delay: flags.delay } : {}),
       ...(flags.maxAttempts !== undefined ? { maxAttempts: flags.maxAttempts } : {}),
@@ -44,13 +48,23 @@ export function register(program: Command): void {
       if (flags.json) {
         // The row as stored (defaults filled in); a worker may already have run it.
         const job = await errand.getJob(result.id);
-        printJson({ ...(job ?? { id: result.id }), duplicate: result.duplicate });
+        printJson({ ...(job ?? { id: result.id }), duplicate: result.duplicate, ...(result.replaced ? { replaced: true } : {}) });
       } else console.log(result.id);
-      if (result.duplicate) console.error(`duplicate: a job with dedupe key '${flags.dedupeKey}' already exists (id ${result.id}); nothing was enqueued`);
+      if (result.replaced) console.error(`replaced: the waiting job ${result.id} with dedupe key '${flags.dedupeKey}' now has this payload and options`);
+      else if (result.duplicate) console.error(`duplicate: a job with dedupe key '${flags.dedupeKey}' already exists (id ${result.id}); nothing was enqueued`);
     } finally {
       await errand.close();
     }
   });
+}
+
+/** `--dedupe`: a mode's name, or a ttl in seconds. */
+function parseDedupe(value: string): DedupeMode {
+  const seconds = /^\d+(\.\d+)?$/.test(value) ? Number(value) : undefined;
+  if (seconds === 0) throw new InvalidArgumentError("a ttl must be more than 0 seconds");
+  const mode: DedupeMode = seconds === undefined ? (value as DedupeMode) : { ttlMs: seconds * 1000 };
+  encodeDedupe(mode, "dedupe", true);
+  return mode;
 }
 
 function parseJsonArg(value: string): unknown {

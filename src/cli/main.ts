@@ -2,15 +2,18 @@ import { Command, CommanderError, InvalidArgumentError } from "commander";
 import { createRequire } from "node:module";
 import { ValidationError } from "../errors.js";
 import { closeOpened } from "./common.js";
+import * as batches from "./batches.js";
 import * as cancel from "./cancel.js";
 import * as dashboard from "./dashboard.js";
 import * as dead from "./dead.js";
 import * as demo from "./demo.js";
 import * as enqueue from "./enqueue.js";
 import * as migrate from "./migrate.js";
+import * as pause from "./pause.js";
 import * as metrics from "./metrics.js";
 import * as plan from "./plan.js";
 import * as purge from "./purge.js";
+import * as relay from "./relay.js";
 import * as stats from "./stats.js";
 import * as schedules from "./schedules.js";
 import * as worker from "./worker.js";
@@ -18,7 +21,7 @@ import * as worker from "./worker.js";
 const { version } = createRequire(import.meta.url)("../../package.json") as { version: string };
 
 // One file per command; each exports register(program).
-const commands = [migrate, worker, enqueue, cancel, dead, demo, dashboard, schedules, stats, purge, plan, metrics];
+const commands = [migrate, worker, enqueue, cancel, pause, batches, dead, demo, dashboard, schedules, stats, purge, plan, metrics, relay];
 
 const program = new Command("errand")
   .description("background jobs on PostgreSQL (or the embedded PGlite database)")

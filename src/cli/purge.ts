@@ -12,17 +12,17 @@ interface PurgeFlags extends DatabaseFlags {
   readonly json?: boolean;
 }
 
-/** `errand purge [--older-than 7d] [--dead-older-than 30d] [--dry-run]`: deletes old done jobs in small batches. */
+/** `errand purge [--older-than 7d] [--dead-older-than 30d] [--dry-run]`: deletes old done and cancelled jobs in small batches. */
 export function register(program: Command): void {
   withDatabase(
     program
       .command("purge")
-      .description("delete done jobs older than the retention in small batches; dead jobs are kept unless --dead-older-than is given")
-      .option("--older-than <duration>", `delete done jobs finished longer ago than this (default ${defaultRetentionMs / 86_400_000}d)`)
+      .description("delete done and cancelled jobs older than the retention in small batches; dead jobs are kept unless --dead-older-than is given")
+      .option("--older-than <duration>", `delete done and cancelled jobs finished longer ago than this (default ${defaultRetentionMs / 86_400_000}d)`)
       .option("--dead-older-than <duration>", "also delete dead jobs that died longer ago than this")
       .option("--batch-size <n>", `rows per DELETE, each its own short transaction (default ${defaultPurgeBatchSize})`, intArg(1, 100_000))
       .option("--dry-run", "only count what would be deleted")
-      .option("--json", 'print one JSON object: {"done", "dead", "batches", "dryRun"}'),
+      .option("--json", 'print one JSON object: {"done", "cancelled", "dead", "batches", "dryRun"}'),
   ).action(async (flags: PurgeFlags) => {
     const olderThanMs = flags.olderThan === undefined ? defaultRetentionMs : parseDuration(flags.olderThan, "--older-than");
     const deadOlderThanMs = flags.deadOlderThan === undefined ? undefined : parseDuration(flags.deadOlderThan, "--dead-older-than");
@@ -40,7 +40,7 @@ export function register(program: Command): void {
       }
       const verb = result.dryRun ? "would delete" : "deleted";
       const jobs = (n: number, what: string) => `${n.toLocaleString("en-US")} ${what} job${n === 1 ? "" : "s"}`;
-      let line = `${verb} ${jobs(result.done, "done")} finished more than ${humanAge(olderThanMs)} ago`;
+      let line = `${verb} ${jobs(result.done, "done")} and ${jobs(result.cancelled, "cancelled")} finished more than ${humanAge(olderThanMs)} ago`;
       line += deadOlderThanMs === undefined ? "; dead jobs kept (see errand dead list)" : `, and ${jobs(result.dead, "dead")} older than ${humanAge(deadOlderThanMs)}`;
       if (!result.dryRun) line += ` (${result.batches} batch${result.batches === 1 ? "" : "es"})`;
       process.stdout.write(`${line}\n`);

@@ -1,7 +1,8 @@
 import type { Command } from "commander";
 import { humanAge } from "../human-format.js";
 import type { KindStats, QueueStats } from "../observe/stats.js";
-import { defaultWatchMs } from "../defaults.js";
+import { defaultQueue, defaultWatchMs } from "../defaults.js";
+import type { QueueDepth } from "../queues.js";
 import { type DatabaseFlags, inSeconds, openFromFlags, secondsArg, withDatabase } from "./common.js";
 import { checkKindFilter } from "./kind-filter.js";
 import { type Terminal, paint, printJson, terminal } from "./output.js";
@@ -16,12 +17,12 @@ interface StatsFlags extends DatabaseFlags {
 /** Clears a terminal and puts the cursor top left, so each refresh redraws in place. */
 const redraw = "\x1b[H\x1b[2J";
 
-/** `errand stats [--json] [--watch [seconds]] [--kind K]`: queue depth, ages, recent outcomes, dead letters. */
+/** `errand stats [--json] [--watch [seconds]] [--kind K]`: queue depth, ages, recent outcomes (timeouts and cancels too), dead letters. */
 export function register(program: Command): void {
   withDatabase(
     program
       .command("stats")
-      .description("queue figures per kind and in total: ready, scheduled, running, done, dead, oldest ready age, recent outcomes")
+      .description("queue figures per kind and in total: ready, scheduled, running, done, dead, cancelled, oldest ready age, recent outcomes (timeouts and cancels among them)")
       .option("--json", "print one JSON object (with --watch, one per refresh, one per line)")
       .option("--watch [seconds]", `refresh every few seconds (default ${inSeconds(defaultWatchMs)}) until Ctrl-C: in place on a terminal, one snapshot after another when piped`, secondsArg(false))
       .option("--kind <kind>", "only this kind"),
@@ -75,13 +76,26 @@ const columns: readonly Column<[string, KindStats]>[] = [
   { header: "running", cell: ([, s]) => count(s.running), right: true },
   { header: "done", cell: ([, s]) => count(s.done), right: true, hideRank: 3 },
   { header: "dead", cell: ([, s]) => count(s.dead), right: true, style: ([, s]) => (s.dead > 0 ? "red" : undefined) },
+  { header: "cancelled", cell: ([, s]) => count(s.cancelled), right: true, hideRank: 9 },
   { header: "oldest ready", cell: ([, s]) => (s.oldestReadyAgeMs === null ? "-" : humanAge(s.oldestReadyAgeMs)), right: true },
   { header: "expired leases", cell: ([, s]) => count(s.expiredLeases), right: true, hideRank: 1, style: ([, s]) => (s.expiredLeases > 0 ? "yellow" : undefined) },
   { header: "done/1m", cell: ([, s]) => count(s.lastMinute.completed), right: true, hideRank: 7 },
   { header: "failed/1m", cell: ([, s]) => count(s.lastMinute.failed), right: true, hideRank: 6 },
+  { header: "timed out/1m", cell: ([, s]) => count(s.lastMinute.timedOut), right: true, hideRank: 11, style: ([, s]) => (s.lastMinute.timedOut > 0 ? "yellow" : undefined) },
+  { header: "cancelled/1m", cell: ([, s]) => count(s.lastMinute.cancelled), right: true, hideRank: 12 },
   { header: "done/1h", cell: ([, s]) => count(s.lastHour.completed), right: true, hideRank: 5 },
   { header: "failed/1h", cell: ([, s]) => count(s.lastHour.failed), right: true, hideRank: 4 },
+  { header: "timed out/1h", cell: ([, s]) => count(s.lastHour.timedOut), right: true, hideRank: 8, style: ([, s]) => (s.lastHour.timedOut > 0 ? "yellow" : undefined) },
+  { header: "cancelled/1h", cell: ([, s]) => count(s.lastHour.cancelled), right: true, hideRank: 10 },
   { header: "fail rate/1h", cell: ([, s]) => (s.lastHour.failureRate === null ? "-" : `${(s.lastHour.failureRate * 100).toFixed(1)}%`), right: true, hideRank: 2 },
+];
+
+const queueColumns: readonly Column<[string, QueueDepth]>[] = [
+  { header: "queue", cell: ([name]) => name, minWidth: 12 },
+  { header: "ready", cell: ([, q]) => count(q.ready), right: true },
+  { header: "scheduled", cell: ([, q]) => count(q.scheduled), right: true },
+  { header: "running", cell: ([, q]) => count(q.running), right: true },
+  { header: "state", cell: ([, q]) => (q.paused ? "paused" : "active"), style: ([, q]) => (q.paused ? "yellow" : undefined) },
 ];
 
 /** The stats as a table, one row per kind and a total, then when they were read. */
@@ -89,6 +103,12 @@ function formatStats(stats: QueueStats, withTotal: boolean, term: Terminal): str
   const rows: [string, KindStats][] = Object.entries(stats.kinds);
   if (withTotal) rows.push(["(total)", stats.total]);
   const lines = renderTable(columns, rows, term);
+  // Queues only once there is more than the default one, or a pause: the common case stays one table.
+  const queues = Object.entries(stats.queues);
+  if (queues.some(([name, q]) => name !== defaultQueue || q.paused) || stats.pausedKinds.length > 0) {
+    lines.push("", ...renderTable(queueColumns, queues, term));
+    if (stats.pausedKinds.length > 0) lines.push(paint(term, "yellow", `paused kinds: ${stats.pausedKinds.join(", ")} (errand resume --kind K)`));
+  }
   lines.push(`at ${stats.at.toISOString()}`);
   const dead = stats.total.dead;
   if (dead > 0) lines.push(paint(term, "red", `${dead} dead ${dead === 1 ? "job waits" : "jobs wait"} for a person: errand dead list`));

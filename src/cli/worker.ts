@@ -4,6 +4,9 @@ import * as defaults from "../defaults.js";
 import { resolveKinds } from "../options.js";
 import type { WorkerEvent, WorkerOptions } from "../worker/worker.js";
 import { resolveWorkerOptions } from "../worker/worker-options.js";
+import { ValidationError } from "../errors.js";
+import { parseQueueFlag } from "../queues.js";
+import { InvalidArgumentError } from "commander";
 import { startMetricsServer } from "../observe/metrics-server.js";
 import { logSchedulerEvent } from "./schedules.js";
 import { type DatabaseFlags, databaseLabel, inSeconds, intArg, logLine, openFromFlags, requireDatabase, secondsArg, withDatabase } from "./common.js";
@@ -13,6 +16,7 @@ interface WorkerFlags extends DatabaseFlags {
   readonly config?: string;
   readonly handlers?: string;
   readonly concurrency?: number;
+  readonly queue?: Record<string, number>;
   readonly prefetch?: number;
   readonly lease?: number;
   readonly heartbeatInterval?: number;
@@ -35,6 +39,18 @@ export function register(program: Command): void {
       .option("--config <path>", "module whose default export is defineConfig({ kinds, schedules, worker }): kinds' settings and handlers, schedules to declare (default ./errand.config.js, .mjs, .cjs, .ts or .mts if present)")
       .option("--handlers <path>", "module whose default export maps kind → async (payload, ctx) => … (alone, or adding handlers to --config)")
       .option("--concurrency <n>", `handlers running at once (default ${defaults.defaultConcurrency})`, intArg(1, 10_000))
+      .option(
+        "--queue <name=concurrency>",
+        `serve this queue with this many handlers at once (repeat for more queues: --queue email=10 --queue media=2; a bare name gets ${defaults.defaultConcurrency}); default: the '${defaults.defaultQueue}' queue with --concurrency`,
+        (value: string, previous: Record<string, number> | undefined) => {
+          try {
+            return parseQueueFlag(value, previous);
+          } catch (error) {
+            if (error instanceof ValidationError) throw new InvalidArgumentError(error.message.slice(error.field.length + 2));
+            throw error;
+          }
+        },
+      )
       .option("--prefetch <n>", "jobs claimed ahead of free slots (default adaptive: a quarter second of recent throughput, up to 1000, none when nothing finished lately; buffered jobs unstarted after 1 s go back)", intArg(0, 10_000))
       .option("--lease <seconds>", `lease per job, extended by heartbeats (default ${inSeconds(defaults.defaultLeaseMs)})`, secondsArg(false))
       .option("--heartbeat-interval <seconds>", "how often leases are extended (default a third of the lease)", secondsArg(false))
@@ -85,9 +101,14 @@ export function register(program: Command): void {
     logLine({ level: "info", event: "starting", database: databaseLabel(flags), schema: flags.schema ?? defaults.defaultSchema, ...sourcePaths(sources) });
     const { config, handlers } = await loadSources(sources);
     const kinds = kindsOf(config);
+    // A flag replaces the config's way of sizing the worker: --queue its queues and concurrency, --concurrency its queues.
+    const { concurrency: configConcurrency, queues: configQueues, ...fromConfig } = config.worker;
+    const sizing = flags.queue !== undefined ? {} : flags.concurrency !== undefined ? {} : { ...(configConcurrency !== undefined ? { concurrency: configConcurrency } : {}), ...(configQueues !== undefined ? { queues: configQueues } : {}) };
     const options: WorkerOptions = {
-      ...config.worker,
+      ...fromConfig,
+      ...sizing,
       handlers,
+      ...(flags.queue !== undefined ? { queues: flags.queue } : {}),
       ...(flags.concurrency !== undefined ? { concurrency: flags.concurrency } : {}),
       ...(flags.prefetch !== undefined ? { prefetch: flags.prefetch } : {}),
       ...(flags.lease !== undefined ? { leaseMs: flags.lease } : {}),
@@ -122,7 +143,7 @@ export function register(program: Command): void {
       flags.pruner === false
         ? undefined
         : errand.purger({
-            onPurge: (result) => result.done + result.dead > 0 && logLine({ level: "info", event: "pruned", ...result }),
+            onPurge: (result) => result.done + result.cancelled + result.dead > 0 && logLine({ level: "info", event: "pruned", ...result }),
             onError: (error) => logLine({ level: "error", event: "error", during: "prune", error: String(error) }),
           });
     stop = () =>

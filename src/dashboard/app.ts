@@ -9,8 +9,11 @@ import { css, js } from "./assets.js";
 import type { DashboardDeps, DashboardEnv, DashboardOptions } from "./context.js";
 import { DashboardData } from "./data.js";
 import { type PageContext, messagePage } from "./layout.js";
+import { registerCancel } from "./routes/cancel.js";
 import { registerActions } from "./routes/dead-actions.js";
+import { registerBatches } from "./routes/batches.js";
 import { registerPages } from "./routes/pages.js";
+import { registerQueueActions } from "./routes/queue-actions.js";
 import { registerSchedules } from "./routes/schedules.js";
 import { CsrfTokens, authorized, checkAuth, checkTrustedOrigins, sameOrigin } from "./security.js";
 
@@ -78,6 +81,9 @@ export function createDashboard(errand: Errand, options: DashboardOptions = {}):
   registerPages(app, deps);
   registerActions(app, deps);
   registerSchedules(app, deps);
+  registerBatches(app, deps);
+  registerQueueActions(app, deps);
+  registerCancel(app, deps);
 
   app.notFound((c) => deps.send(c, messagePage(c.get("page") ?? fallbackPage(base, resolved.readOnly), "Not found", "There is no such page in the dashboard."), 404));
   app.onError((error, c) => {

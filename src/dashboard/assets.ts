@@ -44,7 +44,7 @@ th { font-size: .85rem; color: var(--muted); font-weight: 600; }
 td.num, th.num { text-align: right; }
 td.error { max-width: 36rem; overflow-wrap: anywhere; }
 .status { display: inline-block; padding: 0 .45rem; border-radius: 1rem; border: 1px solid currentColor; font-size: .8rem; font-weight: 600; }
-.status-ready { color: var(--info); } .status-running { color: var(--warn); } .status-done { color: var(--ok); } .status-dead { color: var(--bad); }
+.status-ready { color: var(--info); } .status-running { color: var(--warn); } .status-done { color: var(--ok); } .status-dead { color: var(--bad); } .status-cancelled { color: var(--muted); }
 form.filters { display: flex; flex-wrap: wrap; gap: .75rem; align-items: end; margin-bottom: 1rem; }
 form.filters label, .field label { display: block; font-size: .85rem; color: var(--muted); }
 input, select, button { font: inherit; color: inherit; }

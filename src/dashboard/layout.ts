@@ -14,7 +14,7 @@ export interface PageContext {
 }
 
 /** The dashboard's sections, for the navigation. */
-export type Section = "overview" | "jobs" | "dead" | "schedules";
+export type Section = "overview" | "jobs" | "dead" | "batches" | "schedules";
 
 /** Builds a link inside the dashboard, with query parameters (empty ones dropped). */
 export function href(ctx: PageContext, path: string, query: Record<string, string | number | null | undefined> = {}): string {
@@ -47,6 +47,7 @@ export function page(ctx: PageContext, options: { title: string; section: Sectio
       ${link("overview", "/", "Overview")}
       ${link("jobs", "/jobs", "Jobs")}
       ${link("dead", "/dead", "Dead letters")}
+      ${link("batches", "/batches", "Batches")}
       ${ctx.schedules ? link("schedules", "/schedules", "Schedules") : ""}
     </ul>
   </nav>

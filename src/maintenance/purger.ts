@@ -9,7 +9,7 @@ const outcomeCountsRetentionMs = 2 * 3_600_000;
 
 /** What to delete. */
 export interface PurgeOptions {
-  /** Delete done jobs finished longer ago than this. Default 7 days. */
+  /** Delete done and cancelled jobs finished longer ago than this. Default 7 days. */
   readonly olderThanMs?: number;
   /** Also delete dead jobs that died longer ago than this. Default: keep dead jobs until a person acts. */
   readonly deadOlderThanMs?: number;
@@ -22,6 +22,8 @@ export interface PurgeOptions {
 /** What a purge did (or, on a dry run, would do). */
 export interface PurgeResult {
   readonly done: number;
+  /** Cancelled jobs deleted (by the same age as done ones). */
+  readonly cancelled: number;
   readonly dead: number;
   /** DELETE statements run. */
   readonly batches: number;
@@ -29,13 +31,13 @@ export interface PurgeResult {
 }
 
 /**
- * Deletes done jobs past the retention, oldest first, in batches of `batchSize` rows,
+ * Deletes done and cancelled jobs past the retention, oldest first, in batches of `batchSize` rows,
  * each committed on its own, so no lock or transaction outlives one small batch. Dead
  * jobs are kept unless `deadOlderThanMs` is given. Safe to run from several processes.
  *
  * @example
  * ```ts
- * await errand.purge({ olderThanMs: 7 * 86_400_000 }); // { done: 1234, dead: 0, batches: 2, dryRun: false }
+ * await errand.purge({ olderThanMs: 7 * 86_400_000 }); // { done: 1234, cancelled: 5, dead: 0, batches: 3, dryRun: false }
  * ```
  */
 export async function purgeJobs(driver: Driver, schema: string, options: PurgeOptions = {}): Promise<PurgeResult> {
@@ -45,8 +47,8 @@ export async function purgeJobs(driver: Driver, schema: string, options: PurgeOp
   const batchSize = integerIn(options.batchSize ?? defaultPurgeBatchSize, "batchSize", 1, 100_000);
   const q = observeQueriesFor(schema);
   if (options.dryRun) {
-    const { rows } = await driver.run<{ done: string; dead: string }>(q.countPrunable, [olderThanMs, deadOlderThanMs]);
-    return { done: Number(rows[0]!.done), dead: Number(rows[0]!.dead), batches: 0, dryRun: true };
+    const { rows } = await driver.run<{ done: string; cancelled: string; dead: string }>(q.countPrunable, [olderThanMs, deadOlderThanMs]);
+    return { done: Number(rows[0]!.done), cancelled: Number(rows[0]!.cancelled), dead: Number(rows[0]!.dead), batches: 0, dryRun: true };
   }
   let batches = 0;
   const drain = async (statement: typeof q.pruneDone, age: number) => {
@@ -59,9 +61,10 @@ export async function purgeJobs(driver: Driver, schema: string, options: PurgeOp
     }
   };
   const done = await drain(q.pruneDone, olderThanMs);
+  const cancelled = await drain(q.pruneCancelled, olderThanMs);
   const dead = deadOlderThanMs === null ? 0 : await drain(q.pruneDead, deadOlderThanMs);
   await driver.run(q.pruneOutcomeCounts, [outcomeCountsRetentionMs]);
-  return { done, dead, batches, dryRun: false };
+  return { done, cancelled, dead, batches, dryRun: false };
 }
 
 /** Options of a {@link Purger}: what to delete, and how often. */

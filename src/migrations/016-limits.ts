@@ -14,15 +14,14 @@ ALTER TABLE {{schema}}.jobs ADD COLUMN concurrency_key text
 -- back by their limits) is never scanned by it. Building it reads the table once under a
 -- lock that holds up enqueues and claims (a second or two per million rows). With a large
 -- backlog, create it beforehand without blocking the queue, and this step finds it:
---   CREATE INDEX CONCURRENTLY jobs_ready_plain ON <schema>.jobs (priority DESC, run_at, id) WHERE status = 'ready' AND concurrency_key IS NULL;
--- (MERGE NOTE: with the queues branch, this index leads with queue, like jobs_ready_queue.)
-CREATE INDEX IF NOT EXISTS jobs_ready_plain ON {{schema}}.jobs (priority DESC, run_at, id)
+--   CREATE INDEX CONCURRENTLY jobs_ready_plain ON <schema>.jobs (queue, priority DESC, run_at, id) WHERE status = 'ready' AND concurrency_key IS NULL;
+CREATE INDEX IF NOT EXISTS jobs_ready_plain ON {{schema}}.jobs (queue, priority DESC, run_at, id)
   WHERE status = 'ready' AND concurrency_key IS NULL;
-DROP INDEX {{schema}}.jobs_ready;
+DROP INDEX {{schema}}.jobs_ready_queue;
 
 -- The keyed claim: ready keys in order (a loose index scan finds the next key), and each
 -- key's ready jobs in claim order. Empty unless keys are used.
-CREATE INDEX jobs_ready_keyed ON {{schema}}.jobs (concurrency_key, priority DESC, run_at, id)
+CREATE INDEX jobs_ready_keyed ON {{schema}}.jobs (queue, concurrency_key, priority DESC, run_at, id)
   WHERE status = 'ready' AND concurrency_key IS NOT NULL;
 -- A key's running jobs (its concurrency) and its recent starts (its rate): counted from
 -- the jobs themselves, so a crash leaves no counter to repair (the rescuer puts an expired
@@ -58,8 +57,9 @@ CREATE TABLE {{schema}}.limits (
 -- Rows: the claimed jobs (the plain claim's columns), then one row with id NULL whose
 -- concurrency_key is the last key visited and wait_ms the time until a rate limit next lets
 -- a held-back job start (NULL: none is waiting on a rate).
--- MERGE NOTE (queues): add the queue and kinds filters to the two reads of ready rows below.
-CREATE FUNCTION {{schema}}.claim_keyed(p_slots int, p_worker text, p_leases jsonb, p_lease_ms float8, p_after text)
+-- Only jobs of queue p_queue whose kind is one of p_kinds (the worker's handled, unpaused
+-- kinds), as in the plain claim; a key's running jobs and starts count in every queue.
+CREATE FUNCTION {{schema}}.claim_keyed(p_slots int, p_worker text, p_leases jsonb, p_lease_ms float8, p_after text, p_queue text, p_kinds text[])
 RETURNS TABLE (id bigint, kind text, payload jsonb, attempts int, started boolean, max_attempts int, retry text,
                timeout_ms int, run_at_ms float8, created_at_ms float8, checkpoint text, concurrency_key text, wait_ms float8)
 LANGUAGE plpgsql AS $$
@@ -88,11 +88,13 @@ BEGIN
       k := NULL;
     ELSE
       k := (SELECT min(r.concurrency_key) FROM {{schema}}.jobs r
-            WHERE r.status = 'ready' AND r.concurrency_key IS NOT NULL AND r.concurrency_key > last_key);
+            WHERE r.status = 'ready' AND r.queue = p_queue AND r.concurrency_key IS NOT NULL AND r.concurrency_key > last_key
+              AND r.kind = ANY(p_kinds));
     END IF;
     wrapped := k IS NULL;
     IF wrapped THEN
-      k := (SELECT min(r.concurrency_key) FROM {{schema}}.jobs r WHERE r.status = 'ready' AND r.concurrency_key IS NOT NULL);
+      k := (SELECT min(r.concurrency_key) FROM {{schema}}.jobs r
+            WHERE r.status = 'ready' AND r.queue = p_queue AND r.concurrency_key IS NOT NULL AND r.kind = ANY(p_kinds));
       EXIT WHEN k IS NULL;
     END IF;
     -- A pass ends where the circle of keys comes back to where it began (that key may be
@@ -130,7 +132,8 @@ BEGIN
         oldest := (SELECT r.started_at FROM {{schema}}.jobs r
                    WHERE r.concurrency_key = k AND r.started_at > t - lim.rate_period_ms * interval '1 millisecond'
                    ORDER BY r.started_at OFFSET n - lim.rate_count LIMIT 1);
-        IF EXISTS (SELECT 1 FROM {{schema}}.jobs r WHERE r.status = 'ready' AND r.concurrency_key = k AND r.run_at <= t) THEN
+        IF EXISTS (SELECT 1 FROM {{schema}}.jobs r
+                   WHERE r.status = 'ready' AND r.queue = p_queue AND r.concurrency_key = k AND r.run_at <= t AND r.kind = ANY(p_kinds)) THEN
           wait := least(wait, greatest(1, extract(epoch FROM oldest - t) * 1000 + lim.rate_period_ms));
         END IF;
       END IF;
@@ -139,7 +142,7 @@ BEGIN
     RETURN QUERY
       WITH next AS (
         SELECT r.ctid FROM {{schema}}.jobs r
-        WHERE r.status = 'ready' AND r.concurrency_key = k AND r.run_at <= t
+        WHERE r.status = 'ready' AND r.queue = p_queue AND r.concurrency_key = k AND r.run_at <= t AND r.kind = ANY(p_kinds)
         ORDER BY r.priority DESC, r.run_at, r.id
         LIMIT room
         FOR UPDATE SKIP LOCKED

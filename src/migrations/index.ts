@@ -9,11 +9,11 @@ import { migration as m007 } from "./007-row-checks.js";
 import { migration as m008 } from "./008-timeout-cancel.js";
 import { migration as m009 } from "./009-checkpoint.js";
 import { migration as m010 } from "./010-results-progress.js";
-import { migration as m011 } from "./011-placeholder-batches.js";
-import { migration as m012 } from "./012-placeholder-dedupe.js";
-import { migration as m013 } from "./013-placeholder-queues.js";
-import { migration as m014 } from "./014-placeholder-outbox.js";
-import { migration as m015 } from "./015-placeholder-rest16.js";
+import { migration as m011 } from "./011-queues.js";
+import { migration as m012 } from "./012-dedupe-modes.js";
+import { migration as m013 } from "./013-batches.js";
+import { migration as m014 } from "./014-outbox.js";
+import { migration as m015 } from "./015-cancelled-retention.js";
 import { migration as m016 } from "./016-limits.js";
 
 /**

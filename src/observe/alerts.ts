@@ -100,7 +100,7 @@ export class Alerter implements Service<Alert[]> {
   constructor(options: AlerterOptions) {
     checkKeys(options, "", ["stats", "notifiers", "rules", "store", "intervalMs", "onError"]);
     if (!Array.isArray(options.notifiers) || options.notifiers.length === 0) throw new ValidationError("notifiers", "give at least one notifier");
-    evaluateRules({ at: new Date(0), total: emptyKind, kinds: {} }, options.rules); // validates the rules now
+    evaluateRules({ at: new Date(0), total: emptyKind, kinds: {}, queues: {}, pausedKinds: [] }, options.rules); // validates the rules now
     this.#options = options;
     this.#store = options.store ?? memoryIncidents();
     this.#onError = options.onError ?? (() => {});
@@ -149,4 +149,4 @@ export class Alerter implements Service<Alert[]> {
 }
 
 const emptyWindow = { completed: 0, failed: 0, died: 0, timedOut: 0, cancelled: 0, failureRate: null };
-const emptyKind: KindStats = { ready: 0, scheduled: 0, running: 0, done: 0, dead: 0, oldestReadyAgeMs: null, expiredLeases: 0, lastMinute: emptyWindow, lastHour: emptyWindow };
+const emptyKind: KindStats = { ready: 0, scheduled: 0, running: 0, done: 0, dead: 0, cancelled: 0, oldestReadyAgeMs: null, expiredLeases: 0, lastMinute: emptyWindow, lastHour: emptyWindow };

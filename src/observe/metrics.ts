@@ -10,7 +10,9 @@ const snapshotMs = 1_000;
  * Registers gauges that read the queue's figures (one stats query per scrape) into
  * `registry`: `errand_jobs{kind,state}`, `errand_oldest_ready_age_seconds{kind}`,
  * `errand_expired_leases{kind}`, `errand_recent_outcomes{kind,outcome,window}`,
- * `errand_failure_rate{kind,window}` and `errand_stats_up` (0 when the query failed;
+ * `errand_failure_rate{kind,window}`, `errand_queue_jobs{queue,state}` (ready, scheduled,
+ * running), `errand_paused{scope,name}` (1 per paused queue or kind), `errand_outbox_messages`,
+ * `errand_outbox_oldest_age_seconds` and `errand_stats_up` (0 when the query failed;
  * the other gauges then keep their last values out of the scrape).
  *
  * @example
@@ -49,7 +51,7 @@ export function registerQueueGauges(registry: Registry, read: () => Promise<Queu
     });
   gauge("errand_jobs", "jobs by kind and state (ready = due now, scheduled = due later)", ["kind", "state"], (g, stats) => {
     for (const [kind, s] of Object.entries(stats.kinds)) {
-      for (const state of ["ready", "scheduled", "running", "done", "dead"] as const) g.set({ kind, state }, s[state]);
+      for (const state of ["ready", "scheduled", "running", "done", "dead", "cancelled"] as const) g.set({ kind, state }, s[state]);
     }
   });
   gauge("errand_oldest_ready_age_seconds", "how long the oldest due job has waited", ["kind"], (g, stats) => {
@@ -68,6 +70,21 @@ export function registerQueueGauges(registry: Registry, read: () => Promise<Queu
         g.set({ kind, outcome: "cancelled", window }, w.cancelled);
       }
     }
+  });
+  gauge("errand_queue_jobs", "jobs by queue and state (ready = due now, scheduled = due later, running)", ["queue", "state"], (g, stats) => {
+    for (const [queue, q] of Object.entries(stats.queues)) {
+      for (const state of ["ready", "scheduled", "running"] as const) g.set({ queue, state }, q[state]);
+    }
+  });
+  gauge("errand_paused", "1 for each paused queue (scope=queue) and kind (scope=kind): workers start none of its jobs", ["scope", "name"], (g, stats) => {
+    for (const [queue, q] of Object.entries(stats.queues)) if (q.paused) g.set({ scope: "queue", name: queue }, 1);
+    for (const kind of stats.pausedKinds) g.set({ scope: "kind", name: kind }, 1);
+  });
+  gauge("errand_outbox_messages", "outbox messages waiting for the relay", [], (g, stats) => {
+    if (stats.outbox) g.set(stats.outbox.messages);
+  });
+  gauge("errand_outbox_oldest_age_seconds", "how long the oldest outbox message has waited (0 when none waits)", [], (g, stats) => {
+    if (stats.outbox) g.set((stats.outbox.oldestAgeMs ?? 0) / 1000);
   });
   gauge("errand_failure_rate", "failed ÷ (completed + failed) over the window", ["kind", "window"], (g, stats) => {
     for (const [kind, s] of Object.entries(stats.kinds)) {

@@ -1,5 +1,7 @@
 import type { Driver } from "../driver/types.js";
+import { type QueueDepth, readQueueDepths } from "../queues.js";
 import { observeQueriesFor } from "../sql/observe.js";
+import { outboxQueriesFor } from "../sql/outbox.js";
 
 /** Outcomes over a recent window. */
 export interface WindowStats {
@@ -27,6 +29,8 @@ export interface KindStats {
   /** Done jobs still in the table (the pruner deletes them after the retention). */
   readonly done: number;
   readonly dead: number;
+  /** Cancelled jobs still in the table (`errand.cancel`; the purger deletes them with the done ones). */
+  readonly cancelled: number;
   /** How long the oldest due job has waited, in ms (null when none is due). */
   readonly oldestReadyAgeMs: number | null;
   /** Running jobs whose lease has expired (their worker died or overran); the rescuer returns them. */
@@ -37,14 +41,28 @@ export interface KindStats {
   readonly lastHour: WindowStats;
 }
 
+/** The outbox (errand.publish): messages not yet relayed. */
+export interface OutboxStats {
+  /** Messages waiting for the relay. */
+  readonly messages: number;
+  /** How long the oldest waiting message has waited, in ms (null when none waits). */
+  readonly oldestAgeMs: number | null;
+}
+
 /** A snapshot of the queue. */
 export interface QueueStats {
+  /** The outbox's backlog (present when read from the database). */
+  readonly outbox?: OutboxStats;
   /** The database's time of the snapshot. */
   readonly at: Date;
   /** All kinds together. */
   readonly total: KindStats;
   /** Per kind, in name order; kinds with nothing to report are absent. */
   readonly kinds: Readonly<Record<string, KindStats>>;
+  /** Per queue: ready, scheduled, running, paused (name order; a queue with no ready or running job is absent unless paused). */
+  readonly queues: Readonly<Record<string, QueueDepth>>;
+  /** The kinds paused now (`errand.pause({ kind })`), in name order. */
+  readonly pausedKinds: readonly string[];
 }
 
 interface StatsRow {
@@ -57,6 +75,7 @@ interface StatsRow {
   expired: string | number | null;
   dead: string | number | null;
   done: string | number | null;
+  cancelled: string | number | null;
   done_1m: string | number | null;
   failed_1m: string | number | null;
   died_1m: string | number | null;
@@ -74,11 +93,17 @@ interface StatsRow {
  * what it costs). Usually called as `errand.stats()`.
  */
 export async function readStats(driver: Driver, schema: string): Promise<QueueStats> {
-  const { rows } = await driver.run<StatsRow>(observeQueriesFor(schema).stats, []);
+  const [{ rows }, { queues, pausedKinds }, backlog] = await Promise.all([
+    driver.run<StatsRow>(observeQueriesFor(schema).stats, []),
+    readQueueDepths(driver, schema),
+    driver.run<{ messages: string | number; oldest_ms: string | number | null }>(outboxQueriesFor(schema).backlog, []),
+  ]);
   const at = new Date(rows[0]!.at);
   const kinds: Record<string, KindStats> = {};
   for (const row of rows) if (row.kind !== null) kinds[row.kind] = toKindStats(row);
-  return { at, total: sumStats(Object.values(kinds)), kinds };
+  const { messages, oldest_ms } = backlog.rows[0]!;
+  const outbox = { messages: Number(messages), oldestAgeMs: oldest_ms === null ? null : Math.max(0, Math.round(Number(oldest_ms))) };
+  return { at, total: sumStats(Object.values(kinds)), kinds, queues, pausedKinds, outbox };
 }
 
 function toKindStats(row: StatsRow): KindStats {
@@ -88,6 +113,7 @@ function toKindStats(row: StatsRow): KindStats {
     running: n(row.running),
     done: n(row.done),
     dead: n(row.dead),
+    cancelled: n(row.cancelled),
     oldestReadyAgeMs: row.oldest_ready_ms === null ? null : Math.max(0, Math.round(Number(row.oldest_ready_ms))),
     expiredLeases: n(row.expired),
     lastMinute: windowStats(n(row.done_1m), n(row.failed_1m), n(row.died_1m), n(row.timed_out_1m), n(row.cancelled_1m)),
@@ -107,6 +133,7 @@ export function sumStats(list: readonly KindStats[]): KindStats {
     running: add((s) => s.running),
     done: add((s) => s.done),
     dead: add((s) => s.dead),
+    cancelled: add((s) => s.cancelled),
     oldestReadyAgeMs: ages.length ? Math.max(...ages) : null,
     expiredLeases: add((s) => s.expiredLeases),
     lastMinute: window((s) => s.lastMinute),

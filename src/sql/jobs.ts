@@ -32,7 +32,7 @@ export const queriesFor = memoisePerSchema((schema): Queries => build(qualified(
 /** Columns returned for a job everywhere a whole job is returned. */
 const jobColumns = `j.id, j.kind, j.payload, j.status, j.priority, j.attempts, j.max_attempts, j.run_at,
   j.locked_until, j.locked_by, j.last_error, j.errors, j.retry, j.dedupe_key, j.created_at, j.started_at, j.finished_at,
-  j.checkpoint::text AS checkpoint, j.result, j.progress`;
+  j.checkpoint::text AS checkpoint, j.result, j.progress, j.batch_id, j.queue`;
 
 /**
  * The enqueue statements' input rows: $1 is a JSON array of jobs, one object per job
@@ -40,15 +40,18 @@ const jobColumns = `j.id, j.kind, j.payload, j.status, j.priority, j.attempts, j
  * definition names and types each field once; absent fields are null (a JSON null
  * payload too, hence the coalesce). Columns: ord (input order), kind, payload, run_at
  * (the given time, else now() + delay_ms), max_attempts, priority, dedupe_key, retry, timeout_ms,
- * concurrency_key.
+ * queue (absent = 'default'), concurrency_key and, for enqueue (`dedupe`), dedupe_mode and dedupe_until
+ * (now() + dedupe_ttl_ms; see src/dedupe.ts): enqueuePlain and batches, whose jobs carry no key, read neither.
  */
-const jobInput = `(SELECT t.ord, t.kind, coalesce(t.payload, 'null') AS payload,
+export function jobInput(dedupe: boolean): string {
+  return `(SELECT t.ord, t.kind, coalesce(t.payload, 'null') AS payload,
                coalesce(t.run_at, now() + coalesce(t.delay_ms, 0) * interval '1 millisecond') AS run_at,
-               t.max_attempts, t.priority, t.dedupe_key, t.retry, t.timeout_ms, t.concurrency_key
+               t.max_attempts, t.priority, t.dedupe_key, t.retry, t.timeout_ms, coalesce(t.queue, 'default') AS queue, t.concurrency_key${dedupe ? ",\n               t.dedupe_mode, now() + t.dedupe_ttl_ms * interval '1 millisecond' AS dedupe_until" : ""}
         FROM ROWS FROM (jsonb_to_recordset($1::jsonb) AS (kind text, payload jsonb, run_at timestamptz, delay_ms float8,
-                                                         max_attempts int, priority int, dedupe_key text, retry jsonb, timeout_ms int,
-                                                         concurrency_key text))
-             WITH ORDINALITY AS t(kind, payload, run_at, delay_ms, max_attempts, priority, dedupe_key, retry, timeout_ms, concurrency_key, ord))`;
+                                                         max_attempts int, priority int, dedupe_key text, retry jsonb, timeout_ms int, queue text,
+                                                         concurrency_key text${dedupe ? ", dedupe_mode text, dedupe_ttl_ms float8" : ""}))
+             WITH ORDINALITY AS t(kind, payload, run_at, delay_ms, max_attempts, priority, dedupe_key, retry, timeout_ms, queue, concurrency_key,${dedupe ? " dedupe_mode, dedupe_ttl_ms," : ""} ord))`;
+}
 
 /**
  * The attempt a held row is on. A claim charges an attempt only to the rows whose handlers
@@ -68,6 +71,18 @@ function appendError(entry: string): string {
   return `(CASE WHEN jsonb_typeof(j.errors) IS DISTINCT FROM 'array' THEN '[]'::jsonb
                 WHEN jsonb_array_length(j.errors) >= 25 THEN j.errors - 0 ELSE j.errors END)
                || jsonb_build_array(${entry})`;
+}
+
+/**
+ * Whether job `j` still holds its dedupe key, by the mode it was enqueued with (see
+ * migration 012): NULL ('retained', and rows written by plain SQL) while the row exists,
+ * 'queued' and 'replace' while ready, 'active' while ready or running, 'ttl' until
+ * dedupe_until. An unknown mode (a hand edit) holds, as before modes existed.
+ */
+function holdsKey(j: string): string {
+  return `(CASE ${j}.dedupe_mode WHEN 'queued' THEN ${j}.status = 'ready' WHEN 'replace' THEN ${j}.status = 'ready'
+                WHEN 'active' THEN ${j}.status IN ('ready', 'running')
+                WHEN 'ttl' THEN ${j}.dedupe_until IS NULL OR ${j}.dedupe_until > now() ELSE true END)`;
 }
 
 /** Times a rescuer may return a reserved row whose lease expired before it is charged anyway. */
@@ -96,38 +111,77 @@ function build(s: string, channel: string, waitChannel: string): Queries {
   return {
     /*
      * enqueue — inserts n jobs in one statement. Ids are drawn first so each input row
-     * can be matched to its job; a row whose dedupe_key exists is not inserted
-     * (ON CONFLICT DO NOTHING) and returns the existing id when this snapshot sees it
-     * (else null: the caller looks it up again, see findByDedupeKeys). The sequence is
-     * looked up once per statement. Rows without a dedupe key (they cannot conflict) go
-     * in by a plain INSERT: ON CONFLICT makes every row a speculative insertion, ~10 %
-     * of a bulk enqueue. The jobs arrive as one JSON array (one value to send and to
+     * can be matched to its job. Rows without a dedupe key (they cannot conflict) go in
+     * by a plain INSERT: ON CONFLICT makes every row a speculative insertion, ~10 % of a
+     * bulk enqueue. For the keyed rows:
+     * - keys: the jobs that carry the batch's keys (one probe of the unique index per
+     *   key), and whether each still holds its key (its mode's states or ttl, see holdsKey).
+     * - released: the ones that no longer hold it give it up (dedupe_key = NULL), found by
+     *   ctid and checked again on their latest version. This is the only place a key is
+     *   released: the workers' statements never touch it.
+     * - inserted: ON CONFLICT (dedupe_key) DO NOTHING: a key still held is a duplicate, and
+     *   a key twice in the batch makes one job, the first row's. It reads released first
+     *   (the count), so that it sees the keys given up.
+     * - replaced: a key with 'replace' rows makes one row: the first one's id with the last
+     *   one's payload and options (the latest wins). ON CONFLICT DO UPDATE the holder with
+     *   them while it is ready (not yet claimed); a running holder is left alone. Rows of
+     *   other modes with that key in the batch are its duplicates.
+     * A duplicate returns the holder's id when this snapshot sees it holding the key (from
+     * keys; else null: the caller looks it up again, see findByDedupeKeys). The sequence is looked up
+     * once per statement. The jobs arrive as one JSON array (one value to send and to
      * parse; payloads stay jsonb, not re-parsed from text):
      * $1 a JSON array of jobs (see jobInput)
-     * one row: ids (in input order; null where a duplicate's job was not visible), duplicates
-     * (one row of two arrays: 1,000 rows cost the client more to read than the insert)
+     * one row: ids (in input order; null where a duplicate's job was not visible), duplicates,
+     * replaced (one row of arrays: 1,000 rows cost the client more to read than the insert)
      */
     enqueue: statement(`
       WITH input AS (
         SELECT nextval((SELECT pg_get_serial_sequence('${jobs}', 'id')::regclass)) AS id, j.*
-        FROM ${jobInput} AS j
+        FROM ${jobInput(true)} AS j
       ), plain AS (
-        INSERT INTO ${jobs} (id, kind, payload, run_at, max_attempts, priority, retry, timeout_ms, concurrency_key)
-        SELECT id, kind, payload, run_at, max_attempts, priority, retry, timeout_ms, concurrency_key
+        INSERT INTO ${jobs} (id, kind, payload, run_at, max_attempts, priority, retry, timeout_ms, queue, concurrency_key)
+        SELECT id, kind, payload, run_at, max_attempts, priority, retry, timeout_ms, queue, concurrency_key
         FROM input WHERE dedupe_key IS NULL ORDER BY ord
+      ), keys AS MATERIALIZED (
+        SELECT j.ctid, j.id, j.dedupe_key, ${holdsKey("j")} AS holds FROM ${jobs} j
+        WHERE j.dedupe_key = ANY(ARRAY(SELECT dedupe_key FROM input WHERE dedupe_key IS NOT NULL))
+      ), released AS (
+        UPDATE ${jobs} j SET dedupe_key = NULL
+        WHERE j.ctid = ANY(ARRAY(SELECT ctid FROM keys WHERE NOT holds))
+          AND j.dedupe_key = ANY(ARRAY(SELECT dedupe_key FROM keys WHERE NOT holds)) AND NOT ${holdsKey("j")}
+        RETURNING j.id
+      ), replacing AS (
+        SELECT dedupe_key, min(id) AS id, max(ord) AS last FROM input
+        WHERE dedupe_mode = 'replace' AND (SELECT count(*) FROM released) >= 0
+        GROUP BY dedupe_key
       ), inserted AS (
-        INSERT INTO ${jobs} (id, kind, payload, run_at, max_attempts, priority, dedupe_key, retry, timeout_ms, concurrency_key)
-        SELECT id, kind, payload, run_at, max_attempts, priority, dedupe_key, retry, timeout_ms, concurrency_key
-        FROM input WHERE dedupe_key IS NOT NULL ORDER BY ord
+        INSERT INTO ${jobs} (id, kind, payload, run_at, max_attempts, priority, dedupe_key, retry, timeout_ms, dedupe_mode, dedupe_until, queue, concurrency_key)
+        SELECT id, kind, payload, run_at, max_attempts, priority, dedupe_key, retry, timeout_ms, dedupe_mode, dedupe_until, queue, concurrency_key
+        FROM input WHERE dedupe_key IS NOT NULL AND (SELECT count(*) FROM released) >= 0
+          AND dedupe_key <> ALL(ARRAY(SELECT dedupe_key FROM replacing)) ORDER BY ord
         ON CONFLICT (dedupe_key) DO NOTHING
         RETURNING id, dedupe_key
+      ), replaced AS (
+        INSERT INTO ${jobs} AS j (id, kind, payload, run_at, max_attempts, priority, dedupe_key, retry, timeout_ms, dedupe_mode, dedupe_until, queue, concurrency_key)
+        SELECT r.id, i.kind, i.payload, i.run_at, i.max_attempts, i.priority, i.dedupe_key, i.retry, i.timeout_ms, i.dedupe_mode, i.dedupe_until, i.queue, i.concurrency_key
+        FROM replacing r JOIN input i ON i.ord = r.last ORDER BY r.id
+        ON CONFLICT (dedupe_key) DO UPDATE
+        SET kind = excluded.kind, payload = excluded.payload, run_at = excluded.run_at, max_attempts = excluded.max_attempts,
+            priority = excluded.priority, retry = excluded.retry, timeout_ms = excluded.timeout_ms,
+            dedupe_mode = excluded.dedupe_mode, dedupe_until = excluded.dedupe_until, queue = excluded.queue,
+            concurrency_key = excluded.concurrency_key
+        WHERE j.status = 'ready'
+        RETURNING j.id, j.dedupe_key
+      ), written AS (
+        SELECT id, dedupe_key FROM inserted UNION ALL SELECT id, dedupe_key FROM replaced
       )
-      SELECT array_agg(CASE WHEN input.dedupe_key IS NULL OR input.id IN (SELECT id FROM inserted) THEN input.id
-                            ELSE coalesce((SELECT i.id FROM inserted i WHERE i.dedupe_key = input.dedupe_key),
-                                          (SELECT j.id FROM ${jobs} j WHERE j.dedupe_key = input.dedupe_key)) END
+      SELECT array_agg(CASE WHEN input.dedupe_key IS NULL THEN input.id
+                            ELSE coalesce(w.id, h.id) END
                        ORDER BY input.ord) AS ids,
-             array_agg(input.dedupe_key IS NOT NULL AND input.id NOT IN (SELECT id FROM inserted) ORDER BY input.ord) AS duplicates
-      FROM input`),
+             array_agg(input.dedupe_key IS NOT NULL AND w.id IS DISTINCT FROM input.id ORDER BY input.ord) AS duplicates,
+             array_agg(input.dedupe_mode IS NOT DISTINCT FROM 'replace' AND w.id <> input.id ORDER BY input.ord) AS replaced
+      FROM input LEFT JOIN written w ON w.dedupe_key = input.dedupe_key
+      LEFT JOIN keys h ON h.dedupe_key = input.dedupe_key AND h.holds`),
 
     /*
      * enqueuePlain — enqueue for a batch with no dedupe key (the common case): nothing can
@@ -138,9 +192,9 @@ function build(s: string, channel: string, waitChannel: string): Queries {
      */
     enqueuePlain: statement(`
       WITH inserted AS (
-        INSERT INTO ${jobs} (kind, payload, run_at, max_attempts, priority, retry, timeout_ms, concurrency_key)
-        SELECT kind, payload, run_at, max_attempts, priority, retry, timeout_ms, concurrency_key
-        FROM ${jobInput} AS input
+        INSERT INTO ${jobs} (kind, payload, run_at, max_attempts, priority, retry, timeout_ms, queue, concurrency_key)
+        SELECT kind, payload, run_at, max_attempts, priority, retry, timeout_ms, queue, concurrency_key
+        FROM ${jobInput(false)} AS input
         RETURNING id
       )
       SELECT array_agg(id ORDER BY id) AS ids FROM inserted`),
@@ -149,8 +203,10 @@ function build(s: string, channel: string, waitChannel: string): Queries {
     findByDedupeKeys: statement(`SELECT id, dedupe_key FROM ${jobs} WHERE dedupe_key = ANY($1::text[])`),
 
     /*
-     * claim — takes up to $1 ready, due jobs without a concurrency key (keyed jobs go
-     * through claim_keyed, migration 016, which enforces their limits) in priority then run_at order, skipping rows
+     * claim — takes up to $1 ready, due jobs of queue $6 whose kind is one of $7 (the
+     * kinds this worker has handlers for and are not paused: it never takes a job it
+     * cannot run) and without a concurrency key (keyed jobs go through claim_keyed,
+     * migration 016, which enforces their limits) in priority then run_at order, skipping rows
      * other workers hold, and leases them to worker $2 for $4 ms (or the kind's lease in
      * $3, a JSON object kind → ms). The first $5 of them (the worker's free handler slots)
      * start now: attempts + 1, started_at = now(). The others are reserved for the
@@ -167,7 +223,7 @@ function build(s: string, channel: string, waitChannel: string): Queries {
     claim: statement(`
       WITH next AS (
         SELECT ctid FROM ${jobs}
-        WHERE status = 'ready' AND concurrency_key IS NULL AND run_at <= now()
+        WHERE status = 'ready' AND queue = $6::text AND concurrency_key IS NULL AND run_at <= now() AND kind = ANY($7::text[])
         ORDER BY priority DESC, run_at, id
         LIMIT $1
         FOR UPDATE SKIP LOCKED
@@ -439,7 +495,8 @@ function build(s: string, channel: string, waitChannel: string): Queries {
      * handler and lets go; a notice on the jobs channel (cancelNotice) makes the workers send
      * that heartbeat at once. Explicit ids are all-or-nothing: if one is unknown or already
      * finished, nothing changes and the rows say why. By kind: only its ready and running
-     * jobs. Counted for stats (outcome_counts.cancelled), and announced to waitFor like
+     * jobs. Counted for stats (outcome_counts.cancelled, and done_counts.cancelled: the
+     * cancelled jobs retained, which the delete trigger subtracts), and announced to waitFor like
      * every other finish.
      * $1 id bigint[] (null = by kind), $2 kind (null = any); rows: id, status (before),
      * cancelled (whether this statement cancelled it)
@@ -464,6 +521,10 @@ function build(s: string, channel: string, waitChannel: string): Queries {
         SELECT to_timestamp(floor(extract(epoch FROM now()) / 10) * 10), kind, pg_backend_pid() % 4, count(*)
         FROM changed GROUP BY kind ORDER BY kind
         ON CONFLICT (bucket, kind, shard) DO UPDATE SET cancelled = c.cancelled + excluded.cancelled
+      ), retained AS (
+        INSERT INTO ${s}.done_counts AS c (kind, shard, cancelled)
+        SELECT kind, pg_backend_pid() % 4, count(*) FROM changed GROUP BY kind ORDER BY kind
+        ON CONFLICT (kind, shard) DO UPDATE SET cancelled = c.cancelled + excluded.cancelled
       )
       SELECT f.id, f.status, c.id IS NOT NULL AS cancelled,
              CASE WHEN c.was = 'running' THEN pg_notify('${channel}', '${cancelNotice}') END IS NULL AS stopped,

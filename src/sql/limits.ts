@@ -19,11 +19,11 @@ function build(s: string): LimitQueries {
   return {
     /*
      * claimKeyed — up to $1 keyed jobs, all started now, for worker $2 with lease $4 ms (or
-     * the kind's in $3, JSON kind → ms), keys round-robin from after $5 (see claim_keyed in
+     * the kind's in $3, JSON kind → ms), keys round-robin from after $5, of queue $6 and kinds $7 (see claim_keyed in
      * migration 016). rows: the claim's columns (see ClaimRow), then one row with id NULL:
      * concurrency_key (the last key visited), wait_ms (until a rate lets a job start; NULL: none waits)
      */
-    claimKeyed: statement(`SELECT * FROM ${s}.claim_keyed($1::int, $2::text, $3::jsonb, $4::float8, $5::text)`),
+    claimKeyed: statement(`SELECT * FROM ${s}.claim_keyed($1::int, $2::text, $3::jsonb, $4::float8, $5::text, $6::text, $7::text[])`),
 
     /* set — $1 key, $2 concurrency, $3 rate_count, $4 rate_period_ms (each NULL for none) */
     set: statement(`

@@ -6,6 +6,7 @@ export interface ObserveQueries {
   readonly stats: Statement;
   readonly pruneDone: Statement;
   readonly pruneDead: Statement;
+  readonly pruneCancelled: Statement;
   readonly countPrunable: Statement;
   readonly pruneOutcomeCounts: Statement;
   readonly openIncident: Statement;
@@ -22,11 +23,11 @@ function build(s: string): ObserveQueries {
     /*
      * stats — every figure per kind in one round trip. Each arm reads one partial index
      * (jobs_ready, jobs_leased, jobs_dead) or a small counter table, so the cost grows
-     * with the backlog (ready, running, dead), never with the done history.
+     * with the backlog (ready, running, dead), never with the done or cancelled history.
      * A run_at of -infinity (possible from plain SQL) counts as ready but has no age:
      * subtracting it fails on PostgreSQL before 16, and an infinite age is no figure.
      * No params. rows: at (now()), kind (null when there are no jobs), ready, scheduled,
-     * oldest_ready_ms, running, expired, dead, done, done_1m, failed_1m, died_1m,
+     * oldest_ready_ms, running, expired, dead, done, cancelled, done_1m, failed_1m, died_1m,
      * timed_out_1m, cancelled_1m, done_1h, failed_1h, died_1h, timed_out_1h, cancelled_1h
      * (counts as bigint strings)
      */
@@ -35,6 +36,7 @@ function build(s: string): ObserveQueries {
              sum(x.ready) AS ready, sum(x.scheduled) AS scheduled,
              extract(epoch FROM n.at - min(x.oldest)) * 1000 AS oldest_ready_ms,
              sum(x.running) AS running, sum(x.expired) AS expired, sum(x.dead) AS dead, sum(x.done) AS done,
+             sum(x.cancelled) AS cancelled,
              sum(x.done_1m) AS done_1m, sum(x.failed_1m) AS failed_1m, sum(x.died_1m) AS died_1m,
              sum(x.timed_out_1m) AS timed_out_1m, sum(x.cancelled_1m) AS cancelled_1m,
              sum(x.done_1h) AS done_1h, sum(x.failed_1h) AS failed_1h, sum(x.died_1h) AS died_1h,
@@ -43,21 +45,21 @@ function build(s: string): ObserveQueries {
       LEFT JOIN (
         SELECT kind, count(*) FILTER (WHERE run_at <= now()) AS ready, count(*) FILTER (WHERE run_at > now()) AS scheduled,
                min(run_at) FILTER (WHERE run_at <= now() AND isfinite(run_at)) AS oldest,
-               0 AS running, 0 AS expired, 0 AS dead, 0 AS done,
+               0 AS running, 0 AS expired, 0 AS dead, 0 AS done, 0 AS cancelled,
                0 AS done_1m, 0 AS failed_1m, 0 AS died_1m, 0 AS timed_out_1m, 0 AS cancelled_1m,
                0 AS done_1h, 0 AS failed_1h, 0 AS died_1h, 0 AS timed_out_1h, 0 AS cancelled_1h
         FROM ${jobs} WHERE status = 'ready' GROUP BY kind
         UNION ALL
-        SELECT kind, 0, 0, NULL, count(*), count(*) FILTER (WHERE locked_until < now()), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
+        SELECT kind, 0, 0, NULL, count(*), count(*) FILTER (WHERE locked_until < now()), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
         FROM ${jobs} WHERE status = 'running' AND locked_until IS NOT NULL GROUP BY kind
         UNION ALL
-        SELECT kind, 0, 0, NULL, 0, 0, count(*), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
+        SELECT kind, 0, 0, NULL, 0, 0, count(*), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
         FROM ${jobs} WHERE status = 'dead' GROUP BY kind
         UNION ALL
-        SELECT kind, 0, 0, NULL, 0, 0, 0, sum(done), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
+        SELECT kind, 0, 0, NULL, 0, 0, 0, sum(done), sum(cancelled), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
         FROM ${s}.done_counts GROUP BY kind
         UNION ALL
-        SELECT kind, 0, 0, NULL, 0, 0, 0, 0,
+        SELECT kind, 0, 0, NULL, 0, 0, 0, 0, 0,
                sum(done) FILTER (WHERE bucket > now() - interval '1 minute'),
                sum(failed) FILTER (WHERE bucket > now() - interval '1 minute'),
                sum(died) FILTER (WHERE bucket > now() - interval '1 minute'),
@@ -84,6 +86,22 @@ function build(s: string): ObserveQueries {
         FOR UPDATE SKIP LOCKED)
       RETURNING j.id`),
 
+    /*
+     * pruneCancelled — the same for cancelled jobs, by the same age, through the
+     * jobs_cancelled index. A running job cancelled keeps locked_by until its worker lets
+     * go; deleting it sooner is harmless (the worker's heartbeat finds no row and aborts the
+     * handler as a lost lease; its outcome writes find nothing). $1 older_than_ms float8, $2 batch size int. rows: id
+     */
+    pruneCancelled: statement(`
+      DELETE FROM ${jobs} j
+      WHERE j.id IN (
+        SELECT id FROM ${jobs}
+        WHERE status = 'cancelled' AND finished_at < now() - $1::float8 * interval '1 millisecond'
+        ORDER BY finished_at
+        LIMIT $2
+        FOR UPDATE SKIP LOCKED)
+      RETURNING j.id`),
+
     /* pruneDead — the same for dead jobs (only when configured). $1 older_than_ms, $2 batch size. rows: id */
     pruneDead: statement(`
       DELETE FROM ${jobs} j
@@ -96,12 +114,13 @@ function build(s: string): ObserveQueries {
       RETURNING j.id`),
 
     /*
-     * countPrunable — what a prune would delete (dry run); reads the jobs_done index range
-     * only. $1 done older_than_ms, $2 dead older_than_ms (null = keep dead).
-     * rows: done, dead (bigint strings)
+     * countPrunable — what a prune would delete (dry run); reads the jobs_done and
+     * jobs_cancelled index ranges only. $1 done (and cancelled) older_than_ms, $2 dead
+     * older_than_ms (null = keep dead). rows: done, cancelled, dead (bigint strings)
      */
     countPrunable: statement(`
       SELECT (SELECT count(*) FROM ${jobs} WHERE status = 'done' AND finished_at < now() - $1::float8 * interval '1 millisecond') AS done,
+             (SELECT count(*) FROM ${jobs} WHERE status = 'cancelled' AND finished_at < now() - $1::float8 * interval '1 millisecond') AS cancelled,
              CASE WHEN $2::float8 IS NULL THEN 0 ELSE
                (SELECT count(*) FROM ${jobs} WHERE status = 'dead' AND finished_at < now() - $2::float8 * interval '1 millisecond') END AS dead`),
 

@@ -4,6 +4,7 @@ import { memoisePerSchema, qualified, statement } from "./statement.js";
 /** The statements the `errand/testing` helpers run (and nothing else does), one set per schema. */
 export interface TestingQueries {
   readonly anyDue: Statement;
+  readonly dueQueues: Statement;
   readonly advance: Statement;
   readonly listJobs: Statement;
   readonly dropSchema: Statement;
@@ -16,6 +17,9 @@ export const testingQueriesFor = memoisePerSchema((schema): TestingQueries => {
   return {
     /* anyDue — no params; rows: { due } — true when a ready job is due now (what a claim would take) */
     anyDue: statement(`SELECT EXISTS (SELECT 1 FROM ${jobs} WHERE status = 'ready' AND run_at <= now()) AS due`),
+
+    /* dueQueues — no params; rows: queue — the queues with a ready job due now */
+    dueQueues: statement(`SELECT DISTINCT queue FROM ${jobs} WHERE status = 'ready' AND run_at <= now() ORDER BY queue`),
 
     /*
      * advance — moves every ready job that is not yet due $1 ms earlier, as if that much
@@ -34,7 +38,7 @@ export const testingQueriesFor = memoisePerSchema((schema): TestingQueries => {
     listJobs: statement(`
       SELECT j.id, j.kind, j.payload, j.status, j.priority, j.attempts, j.max_attempts, j.run_at,
              j.locked_until, j.locked_by, j.last_error, j.errors, j.retry, j.dedupe_key,
-             j.created_at, j.started_at, j.finished_at
+             j.created_at, j.started_at, j.finished_at, j.queue
       FROM ${jobs} j
       WHERE ($1::text IS NULL OR j.kind = $1)
         AND ($2::text[] IS NULL OR j.status = ANY($2::text[]))

@@ -1,6 +1,7 @@
 import type { Errand } from "../client.js";
 import { ErrandError, ValidationError } from "../errors.js";
-import { checkKeys } from "../validate.js";
+import { checkKeys, integerIn } from "../validate.js";
+import { defaultQueue } from "../defaults.js";
 import type { ByKind, JobMap, Kind, UntypedJobs } from "../jobs.js";
 import type { Handlers } from "../worker/handlers.js";
 import type { WorkerEvent } from "../worker/worker.js";
@@ -47,7 +48,8 @@ export interface DrainResult<Jobs = UntypedJobs> {
 const defaultMaxJobs = 1000;
 
 /**
- * Runs every job that is due now with `handlers`, then every job that became due as a
+ * Runs every job that is due now with `handlers`, in every queue (only the kinds it has
+ * handlers for: a job of another kind stays ready, as with a worker), then every job that became due as a
  * result (a handler enqueueing another job), until no job is due; outcomes are written
  * as a worker would write them. No sleeps, no timers: it returns when the queue is drained.
  *
@@ -77,9 +79,12 @@ export async function drain<Jobs extends JobMap<Jobs>>(errand: Errand<Jobs>, han
   const maxJobs = options.maxJobs ?? defaultMaxJobs;
   if (!Number.isSafeInteger(maxJobs) || maxJobs < 1) throw new ValidationError("maxJobs", `must be a positive integer (got ${JSON.stringify(maxJobs)})`);
   const jobs: DrainedJob<Jobs>[] = [];
-  const worker = errand.worker({
+  const concurrency = integerIn(options.concurrency ?? 1, "concurrency", 1, 10_000);
+  const dueQueues = async () => (await errand.driver.run<{ queue: string }>(testingQueriesFor(errand.schema).dueQueues, [])).rows.map((row) => row.queue);
+  // A worker for the queues with due jobs; made again when a handler fills another queue.
+  const workerFor = (queues: readonly string[]) => errand.worker({
     handlers,
-    concurrency: options.concurrency ?? 1,
+    queues: Object.fromEntries((queues.length > 0 ? queues : [defaultQueue]).map((queue) => [queue, concurrency])),
     rescueIntervalMs: 0,
     workerId: "errand-testing-drain",
     onEvent: (event) => {
@@ -88,11 +93,20 @@ export async function drain<Jobs extends JobMap<Jobs>>(errand: Errand<Jobs>, han
       if (drained) jobs.push(drained as DrainedJob<Jobs>);
     },
   });
+  let queues = await dueQueues();
+  let worker = workerFor(queues);
   try {
     let ran = 0;
     while (ran < maxJobs) {
       const claimed = await worker.runOnce();
-      if (claimed === 0) return summarise(jobs);
+      if (claimed === 0) {
+        const due = await dueQueues();
+        if (due.every((queue) => queues.includes(queue))) return summarise(jobs);
+        await worker.stop();
+        queues = [...new Set([...queues, ...due])];
+        worker = workerFor(queues);
+        continue;
+      }
       ran += claimed;
     }
     const { rows } = await errand.driver.run<{ due: boolean }>(testingQueriesFor(errand.schema).anyDue, []);

@@ -46,4 +46,27 @@ describe("execute", () => {
     const outcome = await execute(job, { k: () => Promise.reject(new PermanentError("no")) }, { signal: new AbortController().signal }, defaultRetryPolicy, writes);
     expect(outcome).toMatchObject({ type: "failed", permanent: true });
   });
+
+  it("gives the handler a context whose values and functions work when read off it (destructured), made once per job", async () => {
+    const checkpoints: unknown[] = [];
+    const reports: string[] = [];
+    const recording: RunWrites = { checkpoint: async (_job, state) => void checkpoints.push(state), complete: () => Promise.reject(new Error("unused")) };
+    const results = { maxResultBytes: 1000, progress: (_job: ClaimedJob, json: string) => void reports.push(json) };
+    const controller = new AbortController();
+    let seen: unknown;
+    const outcome = await execute({ ...job, id: "7", lastCheckpoint: { step: 1 } }, {
+      k: async (_payload, ctx) => {
+        // Handlers do take the functions off the context; that must keep working.
+        // eslint-disable-next-line @typescript-eslint/unbound-method
+        const { id, kind, attempt, maxAttempts, idempotencyKey, lastCheckpoint, signal, checkpoint, progress } = ctx;
+        seen = { id, kind, attempt, maxAttempts, idempotencyKey, lastCheckpoint, signal, same: ctx.checkpoint === checkpoint && ctx.progress === progress };
+        await checkpoint({ step: 2 });
+        progress(50);
+      },
+    }, controller, defaultRetryPolicy, recording, Math.random, results);
+    expect(outcome).toEqual({ type: "done" });
+    expect(seen).toEqual({ id: "7", kind: "k", attempt: 1, maxAttempts: 8, idempotencyKey: "errand-job-7", lastCheckpoint: { step: 1 }, signal: controller.signal, same: true });
+    expect(checkpoints).toEqual([{ step: 2 }]);
+    expect(reports).toEqual(["50"]);
+  });
 });

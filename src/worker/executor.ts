@@ -73,25 +73,7 @@ export async function execute(
   const handler = Object.hasOwn(handlers, job.kind) ? (handlers[job.kind] as Handler<unknown>) : undefined;
   try {
     if (!handler) throw new UnknownKindError(job.kind, Object.keys(handlers));
-    const context: JobContext = {
-      id: job.id,
-      kind: job.kind,
-      attempt: job.attempt,
-      maxAttempts: job.maxAttempts,
-      // Read on first use: most handlers never look at it, and an AbortSignal per job
-      // was a tenth of a no-op job's cost.
-      get signal() {
-        return abort.signal;
-      },
-      idempotencyKey: `errand-job-${job.id}`,
-      createdAt: job.createdAt,
-      lastCheckpoint: job.lastCheckpoint,
-      checkpoint: (state) => writes.checkpoint(job, state),
-      complete: (tx) => writes.complete(job, tx),
-      progress(value) {
-        results.progress(job, serialisePayload(value, maxProgressBytes, "progress", "report a figure or a small object, not data"));
-      },
-    };
+    const context = new RunContext(job, abort, writes, results);
     const result = await traceRun(job, () => handler(job.payload, context));
     if (isSnooze(result)) return { type: "snoozed", delayMs: result.delayMs };
     // Nothing returned: the shared outcome, and the completion statement without values.
@@ -100,6 +82,63 @@ export async function execute(
     return { type: "done", result: serialisePayload(result, results.maxResultBytes, "result", "return a summary or a reference to the output, not the output") };
   } catch (error) {
     return failure(error, job, policy, random);
+  }
+}
+
+/**
+ * A handler's context. One object per job whose functions are made on first use: most
+ * handlers call none of them, and a no-op job's cost is mostly such per-job allocations.
+ * Each function is made once per job, so `const { checkpoint } = ctx` works as before.
+ */
+class RunContext implements JobContext {
+  readonly id: string;
+  readonly kind: string;
+  readonly attempt: number;
+  readonly maxAttempts: number;
+  readonly createdAt: Date;
+  readonly lastCheckpoint: Json | undefined;
+  readonly #job: ClaimedJob;
+  readonly #abort: { readonly signal: AbortSignal };
+  readonly #writes: RunWrites;
+  readonly #results: ResultHandling;
+  #checkpoint: JobContext["checkpoint"] | undefined;
+  #complete: JobContext["complete"] | undefined;
+  #progress: JobContext["progress"] | undefined;
+
+  constructor(job: ClaimedJob, abort: { readonly signal: AbortSignal }, writes: RunWrites, results: ResultHandling) {
+    this.id = job.id;
+    this.kind = job.kind;
+    this.attempt = job.attempt;
+    this.maxAttempts = job.maxAttempts;
+    this.createdAt = job.createdAt;
+    this.lastCheckpoint = job.lastCheckpoint;
+    this.#job = job;
+    this.#abort = abort;
+    this.#writes = writes;
+    this.#results = results;
+  }
+
+  /** Read on first use: an AbortSignal per job was a tenth of a no-op job's cost. */
+  get signal(): AbortSignal {
+    return this.#abort.signal;
+  }
+
+  get idempotencyKey(): string {
+    return `errand-job-${this.id}`;
+  }
+
+  get checkpoint(): JobContext["checkpoint"] {
+    return (this.#checkpoint ??= (state) => this.#writes.checkpoint(this.#job, state));
+  }
+
+  get complete(): JobContext["complete"] {
+    return (this.#complete ??= (tx) => this.#writes.complete(this.#job, tx));
+  }
+
+  get progress(): JobContext["progress"] {
+    return (this.#progress ??= (value) => {
+      this.#results.progress(this.#job, serialisePayload(value, maxProgressBytes, "progress", "report a figure or a small object, not data"));
+    });
   }
 }
 

@@ -43,6 +43,8 @@ export interface JobContext {
    * then). Rejects with an ErrandError `lease_lost` when the job is no longer this worker's:
    * let that roll the transaction back. Whatever the handler does after it, the job stays
    * done once `tx` commits; if `tx` rolls back, the handler's outcome counts as usual.
+   * In an `isolated()` handler it always rejects with an ErrandError `unsupported`: a
+   * transaction cannot cross to the worker's process (return from the handler instead).
    */
   complete(tx: Queryable): Promise<void>;
   /**

@@ -1,7 +1,7 @@
 import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { Worker as Thread } from "node:worker_threads";
-import type { IsolatedReply, IsolatedRequest } from "./isolated-protocol.js";
+import type { FromIsolate, IsolatedAnswer, IsolatedRequest, ToIsolate } from "./isolated-protocol.js";
 
 /** Plain JavaScript, so it sits beside this file both in src/ and in dist/. */
 /**
@@ -15,7 +15,8 @@ export type IsolationMode = "thread" | "process";
 
 /** What the job an isolate runs hears from it. */
 export interface IsolateJob {
-  reply(reply: IsolatedReply): void;
+  /** A report while the handler runs, or its reply. */
+  reply(message: FromIsolate): void;
   /** The request could not be delivered, or the isolate could not start. */
   error(error: unknown): void;
   /** The isolate is gone; `description` says how ("exited with code 3"). */
@@ -23,14 +24,14 @@ export interface IsolateJob {
 }
 
 interface Handle {
-  send(request: IsolatedRequest, failed: (error: unknown) => void): void;
+  send(message: ToIsolate, failed: (error: unknown) => void): void;
   kill(): void;
   ref(): void;
   unref(): void;
 }
 
 interface HandleEvents {
-  message(reply: IsolatedReply): void;
+  message(message: FromIsolate): void;
   error(error: unknown): void;
   exit(description: string): void;
 }
@@ -80,6 +81,19 @@ export class Isolate {
     }
   }
 
+  /**
+   * Answers the running job's isolate (a checkpoint written or refused). An isolate that
+   * is gone or going cannot hear it and needs not: its exit reaches the job anyway.
+   */
+  answer(answer: IsolatedAnswer): void {
+    if (this.#gone) return;
+    try {
+      this.#handle.send(answer, () => {});
+    } catch {
+      // Being terminated: see above.
+    }
+  }
+
   /** Ends it at once, whatever it is doing (a spinning loop included). */
   kill(): void {
     if (!this.#gone) this.#handle.kill();
@@ -98,11 +112,11 @@ export class Isolate {
 
 function startThread(events: HandleEvents): Handle {
   const thread = new Thread(entry());
-  thread.on("message", (reply: IsolatedReply) => events.message(reply));
+  thread.on("message", (message: FromIsolate) => events.message(message));
   thread.on("error", (error) => events.error(error));
   thread.on("exit", (code) => events.exit(`exited with code ${code}`));
   return {
-    send: (request) => thread.postMessage(request),
+    send: (message) => thread.postMessage(message),
     kill: () => void thread.terminate(),
     ref: () => thread.ref(),
     unref: () => thread.unref(),
@@ -114,7 +128,7 @@ function startProcess(events: HandleEvents): Handle {
   // cross the same way in both modes.
   const child = fork(fileURLToPath(entry()), [], { serialization: "advanced" });
   const pid = child.pid ?? "?";
-  child.on("message", (reply) => events.message(reply as IsolatedReply));
+  child.on("message", (message) => events.message(message as FromIsolate));
   child.on("error", (error) => {
     events.error(error);
     // A process that never started sends no 'exit'.
@@ -122,7 +136,7 @@ function startProcess(events: HandleEvents): Handle {
   });
   child.on("exit", (code, signal) => events.exit(signal ? `(pid ${pid}) was killed by ${signal}` : `(pid ${pid}) exited with code ${code ?? "?"}`));
   return {
-    send: (request, failed) => child.send(request, (error) => error && failed(error)),
+    send: (message, failed) => child.send(message, (error) => error && failed(error)),
     kill: () => void child.kill("SIGKILL"),
     ref: () => {
       child.ref();

@@ -1,11 +1,12 @@
 import { existsSync } from "node:fs";
 import { isAbsolute } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { maxProgressBytes } from "../defaults.js";
 import { ErrandError, PermanentError, ValidationError } from "../errors.js";
 import { snooze } from "../outcomes.js";
 import type { Json } from "../payload.js";
 import type { JobContext } from "./handlers.js";
-import { Isolate, type IsolationMode } from "./isolate.js";
+import { Isolate, type IsolateJob, type IsolationMode } from "./isolate.js";
 import type { IsolatedRequest, ThrownValue } from "./isolated-protocol.js";
 
 export type { IsolationMode } from "./isolate.js";
@@ -48,7 +49,11 @@ type Settled = { readonly ok: true; readonly value: unknown } | { readonly ok: f
  * stall every job, heartbeat and timer of the worker. The payload and the job's context
  * (without `signal`: the isolate is terminated instead) cross by structured clone; the
  * result, thrown errors (name, message, stack, code, cause), `PermanentError` and
- * `snooze()` cross back. A thread or process that dies (`process.exit`, a crash, out of
+ * `snooze()` cross back. `ctx.progress(value)`, `ctx.checkpoint(state)` and
+ * `ctx.lastCheckpoint` work as in-process, over messages: progress is checked in the
+ * isolate (a bad value throws there at once) and coalesced; a checkpoint resolves once the
+ * worker has written it, or rejects as the in-process one would (errand's error classes
+ * cannot cross, so check `error.code`). `ctx.complete(tx)` rejects with `unsupported`. A thread or process that dies (`process.exit`, a crash, out of
  * memory) fails the attempt with an `isolate_exited` error naming the exit code or signal.
  *
  * @example
@@ -88,6 +93,7 @@ export function isolated<Payload = Json>(module: URL | string, options: Isolated
     const signal = context.signal;
     signal.throwIfAborted();
     const request: IsolatedRequest = {
+      type: "run",
       module: href,
       export: exportName,
       payload,
@@ -98,7 +104,9 @@ export function isolated<Payload = Json>(module: URL | string, options: Isolated
         maxAttempts: context.maxAttempts,
         idempotencyKey: context.idempotencyKey,
         createdAt: context.createdAt,
+        lastCheckpoint: context.lastCheckpoint,
       },
+      maxProgressBytes,
     };
     const settled = await new Promise<Settled>((settle) => {
       const isolate = take();
@@ -117,10 +125,16 @@ export function isolated<Payload = Json>(module: URL | string, options: Isolated
         } else isolate.kill();
         settle(outcome);
       };
-      isolate.job = {
+      const job: IsolateJob = {
         reply(reply) {
           if (aborted) return;
-          if (reply.type === "result") finish({ ok: true, value: reply.value }, true);
+          if (reply.type === "progress") report(context, reply.json);
+          else if (reply.type === "checkpoint") {
+            const answer = (error?: unknown) => {
+              if (isolate.job === job) isolate.answer(error === undefined ? { type: "checkpointed", seq: reply.seq } : { type: "checkpointed", seq: reply.seq, error: toThrown(error) });
+            };
+            context.checkpoint(JSON.parse(reply.json) as Json).then(() => answer(), answer);
+          } else if (reply.type === "result") finish({ ok: true, value: reply.value }, true);
           else if (reply.type === "snooze") finish({ ok: true, value: snooze(reply.delayMs) }, true);
           else finish({ ok: false, error: fromThrown(reply.error) }, reply.uncaught !== true);
         },
@@ -132,6 +146,7 @@ export function isolated<Payload = Json>(module: URL | string, options: Isolated
           settle({ ok: false, error: aborted ? signal.reason : exitError(description) });
         },
       };
+      isolate.job = job;
       signal.addEventListener("abort", onAbort, { once: true });
       isolate.busy();
       isolate.send(request);
@@ -151,6 +166,34 @@ export function isolated<Payload = Json>(module: URL | string, options: Isolated
     running: { get: () => alive, enumerable: true },
     close: { value: close },
   }) as IsolatedHandler<Payload>;
+}
+
+/**
+ * Passes a progress report on to the job's context. The isolate checked it as the
+ * in-process ctx.progress does, so this does not throw; should it, the report is dropped
+ * rather than failing a run whose handler was told it was fine.
+ */
+function report(context: JobContext, json: string): void {
+  try {
+    context.progress(JSON.parse(json) as Json);
+  } catch {
+    // See above.
+  }
+}
+
+/** A value thrown on this side as it crosses to the isolate (a checkpoint refused). */
+function toThrown(error: unknown, depth = 0): ThrownValue {
+  if (!(error instanceof Error)) return { kind: "value", value: typeof error === "string" || typeof error === "number" ? error : String(error) };
+  const code = (error as { code?: unknown }).code;
+  return {
+    kind: "error",
+    name: error.name,
+    message: error.message,
+    stack: undefined,
+    code: typeof code === "string" ? code : undefined,
+    ...(error instanceof ValidationError ? { field: error.field } : {}),
+    cause: error.cause === undefined || depth >= 4 ? undefined : toThrown(error.cause, depth + 1),
+  };
 }
 
 /** Rebuilds a thrown value on this side: PermanentError stays one, so no retries are spent. */

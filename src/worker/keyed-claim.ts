@@ -77,14 +77,22 @@ export class KeyedClaim {
     return mine;
   }
 
-  /** Claims up to `slots` keyed jobs, all started; decoded as the plain claim's rows are. */
-  async claim(slots: number, worker: string, leasesByKind: string, leaseMs: number, policyFor: (kind: string) => RetryPolicy): Promise<DecodedClaim[]> {
-    if (slots <= 0) return [];
+  /** Claims up to `slots` keyed jobs of `queue` and `kinds`, all started; decoded as the plain claim's rows are. */
+  async claim(
+    slots: number,
+    worker: string,
+    leasesByKind: string,
+    leaseMs: number,
+    policyFor: (kind: string) => RetryPolicy,
+    queue: string,
+    kinds: readonly string[],
+  ): Promise<DecodedClaim[]> {
+    if (slots <= 0 || kinds.length === 0) return [];
     const wakes = this.#wakes;
     // The wait counts from the claim's own clock reading, which is after this: due from the
     // send, the next claim is at most a round trip early (and then told the rest) instead of late.
     const sentAt = this.#clock.now();
-    const { rows } = await this.#driver.run<KeyedRow>(limitQueriesFor(this.#schema).claimKeyed, [slots, worker, leasesByKind, leaseMs, this.#after]);
+    const { rows } = await this.#driver.run<KeyedRow>(limitQueriesFor(this.#schema).claimKeyed, [slots, worker, leasesByKind, leaseMs, this.#after, queue, kinds]);
     const claimed: DecodedClaim[] = [];
     let waitMs: number | null = null;
     for (const row of rows) {

@@ -10,6 +10,7 @@ import type { Handlers } from "./handlers.js";
 import type { KeyedClaim } from "./keyed-claim.js";
 import type { LocalLeases } from "./leases.js";
 import { Prefetch } from "./prefetch.js";
+import type { QueueGate } from "./pauses.js";
 import type { ProgressWriter } from "./progress.js";
 import { RunningJobs } from "./running.js";
 import type { WorkerEvent, WorkerSettings } from "./worker-options.js";
@@ -34,6 +35,11 @@ export interface ProducerParts {
   readonly driver: Driver;
   readonly queries: Queries;
   readonly workerId: string;
+  /** The queue this producer claims from, and its handlers at once. */
+  readonly queue: string;
+  readonly concurrency: number;
+  /** Which kinds it may claim and start now (see pauses.ts). */
+  readonly gate: QueueGate;
   readonly handlers: Handlers;
   /** The retry policy of a kind (its own, else the default). */
   readonly policyFor: (kind: string) => RetryPolicy;
@@ -51,7 +57,7 @@ export interface ProducerParts {
 }
 
 /**
- * Claims jobs and runs them: the claim loop (woken by a notification, a free slot or the
+ * Claims one queue's jobs and runs them (a worker has one producer per queue it serves): the claim loop (woken by a notification, a free slot or the
  * poll), the prefetch (fixed, or adapted to recent throughput), the buffer of jobs claimed
  * ahead, dispatch to free handler slots, and each job's run up to its queued outcome.
  * Every job the worker claimed is here until its outcome is queued or it is given back.
@@ -60,6 +66,8 @@ export class Producer {
   readonly #driver: Driver;
   readonly #queries: Queries;
   readonly #workerId: string;
+  readonly #queue: string;
+  readonly #gate: QueueGate;
   readonly #policyFor: (kind: string) => RetryPolicy;
   readonly #settings: WorkerSettings;
   readonly #concurrency: number;
@@ -89,8 +97,10 @@ export class Producer {
     this.#workerId = parts.workerId;
     this.#policyFor = parts.policyFor;
     this.#settings = parts.settings;
-    this.#concurrency = parts.settings.concurrency;
-    this.#prefetch = new Prefetch(parts.settings.concurrency, parts.settings.prefetch, parts.clock);
+    this.#queue = parts.queue;
+    this.#gate = parts.gate;
+    this.#concurrency = parts.concurrency;
+    this.#prefetch = new Prefetch(parts.concurrency, parts.settings.prefetch, parts.clock);
     this.#completer = parts.completer;
     this.#local = parts.leases;
     this.#clock = parts.clock;
@@ -198,6 +208,27 @@ export class Producer {
     }
   }
 
+  /**
+   * Gives back the buffered jobs whose queue or kind is paused now, unspent (claimed,
+   * never started): they wait, ready, for the resume. Handlers already running finish.
+   */
+  releasePaused(): void {
+    if (this.#gate.open || this.#buffer.length === 0) return;
+    const paused = this.#buffer.filter((b) => this.#gate.paused(b.job.kind));
+    if (paused.length === 0) return;
+    this.#buffer.splice(0, this.#buffer.length, ...this.#buffer.filter((b) => !this.#gate.paused(b.job.kind)));
+    for (const { job } of paused) {
+      this.#forgetBuffered(job);
+      this.#completer.add(job, { type: "released" });
+    }
+  }
+
+  /** The pauses changed: gives back what is paused now, and looks for jobs (a resume may have freed some). */
+  pausesChanged(): void {
+    this.releasePaused();
+    this.nudge();
+  }
+
   /** Gives back every buffered job (claimed, never started) at shutdown; returns how many. */
   releaseBuffered(): number {
     const unstarted = this.#buffer.splice(0).map((b) => b.job);
@@ -231,7 +262,7 @@ export class Producer {
       const free = capacity - this.#running.size - this.#buffer.length;
       const worthIt = free >= refillAt || (free > 0 && this.#buffer.length === 0);
       const keyedDue = this.#keyed.due();
-      if ((this.#queueMayHaveJobs || keyedDue) && worthIt) {
+      if ((this.#queueMayHaveJobs || keyedDue) && worthIt && this.#gate.claimable.length > 0) {
         try {
           // Only the jobs that get a handler slot at once spend their attempt now. A free
           // slot means an empty buffer (dispatch fills slots first), and no job enters the
@@ -249,6 +280,8 @@ export class Producer {
           const since = this.#clock.now();
           for (const job of jobs) this.#buffer.push({ job, since });
           if (!this.#claiming) break; // released by the worker's stop()
+          // A pause that arrived while this claim was out: its jobs go back unstarted.
+          if (!this.#gate.open) this.releasePaused();
           this.#dispatch();
           // A short batch is not an empty queue: SKIP LOCKED passes over rows other
           // workers are claiming. Only an empty claim means wait for a notification.
@@ -278,7 +311,9 @@ export class Producer {
   async #claim(limit: number, startNow: number): Promise<ClaimedJob[]> {
     const sentAt = this.#clock.now();
     const { leasesByKind, leaseMs } = this.#settings;
-    const { rows } = await this.#driver.run<ClaimRow>(this.#queries.claim, [limit, this.#workerId, leasesByKind, leaseMs, startNow]);
+    const kinds = this.#gate.claimable;
+    if (kinds.length === 0) return [];
+    const { rows } = await this.#driver.run<ClaimRow>(this.#queries.claim, [limit, this.#workerId, leasesByKind, leaseMs, startNow, this.#queue, kinds]);
     const started: ClaimedJob[] = [];
     const reserved: ClaimedJob[] = [];
     for (const row of rows) {
@@ -301,7 +336,7 @@ export class Producer {
   async #claimKeyed(slots: number): Promise<ClaimedJob[]> {
     const sentAt = this.#clock.now();
     const { leasesByKind, leaseMs } = this.#settings;
-    const claimed = await this.#keyed.claim(slots, this.#workerId, leasesByKind, leaseMs, this.#policyFor);
+    const claimed = await this.#keyed.claim(slots, this.#workerId, leasesByKind, leaseMs, this.#policyFor, this.#queue, this.#gate.claimable);
     const jobs = claimed.map(({ job, error }) => {
       if (error) this.#undecodable.set(job, error);
       return job;

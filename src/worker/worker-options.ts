@@ -1,5 +1,6 @@
 import type { ResolvedKind } from "../options.js";
-import { defaultConcurrency, defaultFlushDelayMs, defaultLeaseMs, defaultMaxResultBytes, defaultProgressIntervalMs, defaultPollIntervalMs, defaultRescueIntervalMs, defaultShutdownTimeoutMs } from "../defaults.js";
+import { resolveWorkerQueues } from "../queues.js";
+import { defaultFlushDelayMs, defaultLeaseMs, defaultMaxResultBytes, defaultProgressIntervalMs, defaultPollIntervalMs, defaultRescueIntervalMs, defaultShutdownTimeoutMs } from "../defaults.js";
 import { checkKeys, integerIn, nonNegativeMs, positiveMs } from "../validate.js";
 import { ValidationError } from "../errors.js";
 import type { ClaimedJob } from "./executor.js";
@@ -7,10 +8,16 @@ import type { Handlers } from "./handlers.js";
 
 /** How a worker runs. Every field has a default that suits most apps. */
 export interface WorkerOptions {
-  /** Handlers by job kind. A job of a kind not listed fails with an error naming it. */
+  /** Handlers by job kind. The worker claims only jobs of these kinds. */
   readonly handlers: Handlers;
-  /** Handlers running at once. Default 10. */
+  /** Handlers running at once, for a worker of the `default` queue. Default 10. */
   readonly concurrency?: number;
+  /**
+   * The queues this worker serves, each with its own concurrency (handlers at once), e.g.
+   * `{ email: 10, media: 2 }`. Default `{ default: concurrency }`. It claims no job of a
+   * queue not listed. Give this or `concurrency`, not both.
+   */
+  readonly queues?: Readonly<Record<string, number>>;
   /**
    * Extra jobs claimed ahead into a local buffer (leased, not started: no attempt spent
    * until they start). Default: adaptive — about as many jobs as this worker finished in
@@ -64,7 +71,8 @@ export type WorkerEvent =
 
 /** {@link WorkerOptions} validated, with every default filled in. */
 export interface WorkerSettings {
-  readonly concurrency: number;
+  /** Queue → handlers at once, in the order given. */
+  readonly queues: ReadonlyMap<string, number>;
   /** A fixed prefetch, or undefined for adaptive. */
   readonly prefetch: number | undefined;
   readonly leaseMs: number;
@@ -83,12 +91,12 @@ export interface WorkerSettings {
 
 /** Validates worker options (errors name the field) and fills in defaults. */
 export function resolveWorkerOptions(options: WorkerOptions, kinds: ReadonlyMap<string, ResolvedKind>): WorkerSettings {
-  checkKeys(options, "", ["handlers", "concurrency", "prefetch", "leaseMs", "pollIntervalMs", "shutdownTimeoutMs", "heartbeatIntervalMs", "rescueIntervalMs", "flushDelayMs", "maxResultBytes", "progressIntervalMs", "workerId", "onEvent"]);
+  checkKeys(options, "", ["handlers", "concurrency", "queues", "prefetch", "leaseMs", "pollIntervalMs", "shutdownTimeoutMs", "heartbeatIntervalMs", "rescueIntervalMs", "flushDelayMs", "maxResultBytes", "progressIntervalMs", "workerId", "onEvent"]);
   if (typeof options.handlers !== "object" || options.handlers === null) throw new ValidationError("handlers", "must be an object mapping kind → async function");
   for (const [kind, handler] of Object.entries(options.handlers)) {
     if (typeof handler !== "function") throw new ValidationError(`handlers.${kind}`, "must be a function");
   }
-  const concurrency = count(options.concurrency ?? defaultConcurrency, "concurrency", 1);
+  const queues = resolveWorkerQueues(options.queues, options.concurrency);
   const leaseMs = positiveMs(options.leaseMs ?? defaultLeaseMs, "leaseMs");
   const leases: Record<string, number> = {};
   for (const [kind, settings] of kinds) if (settings.leaseMs !== undefined) leases[kind] = settings.leaseMs;
@@ -96,7 +104,7 @@ export function resolveWorkerOptions(options: WorkerOptions, kinds: ReadonlyMap<
   const heartbeatIntervalMs = positiveMs(options.heartbeatIntervalMs ?? Math.max(50, shortest / 3), "heartbeatIntervalMs");
   if (heartbeatIntervalMs >= shortest) throw new ValidationError("heartbeatIntervalMs", `must be shorter than the shortest lease (${shortest} ms)`);
   return {
-    concurrency,
+    queues,
     prefetch: options.prefetch === undefined ? undefined : count(options.prefetch, "prefetch", 0),
     leaseMs,
     leasesByKind: JSON.stringify(leases),

@@ -5,12 +5,14 @@ import { ErrandError } from "../errors.js";
 import type { Driver } from "../driver/types.js";
 import { type RescueResult, Rescuer } from "../maintenance/rescuer.js";
 import type { ResolvedKind } from "../options.js";
-import { defaultRetryPolicy } from "../defaults.js";
+import { defaultRetryPolicy, pausePollMs } from "../defaults.js";
 import { queriesFor } from "../sql/jobs.js";
+import { pauseNotice } from "../sql/queues.js";
 import { cancelNotice, channelFor } from "../sql/statement.js";
 import { Completer } from "./completer.js";
 import { Heartbeat } from "./heartbeat.js";
 import { LocalLeases } from "./leases.js";
+import { WorkerPauses } from "./pauses.js";
 import { ProgressWriter } from "./progress.js";
 import { KeyedClaim } from "./keyed-claim.js";
 import { Producer, maxBufferWaitMs } from "./producer.js";
@@ -23,9 +25,9 @@ export type { WorkerEvent, WorkerOptions } from "./worker-options.js";
  * handlers, writes outcomes in batches, keeps leases alive with a heartbeat and
  * rescues expired leases. Create one with `errand.worker(options)`.
  *
- * It composes its parts and runs their timers: the {@link Producer} (claim loop,
- * prefetch, buffer, running handlers), the {@link Heartbeat}, the {@link Completer} and a
- * {@link Rescuer}.
+ * It composes its parts and runs their timers: a {@link Producer} per queue it serves
+ * (claim loop, prefetch, buffer, running handlers), the {@link Heartbeat}, the
+ * {@link Completer}, a {@link Rescuer} and its view of the paused queues and kinds.
  */
 export class Worker {
   /** This worker's id, as written to `locked_by`. */
@@ -37,7 +39,9 @@ export class Worker {
   readonly #clock: Clock;
   readonly #completer: Completer;
   readonly #progress: ProgressWriter;
-  readonly #producer: Producer;
+  /** One per queue served: the default worker has one. */
+  readonly #producers: readonly Producer[];
+  readonly #pauses: WorkerPauses;
   readonly #heartbeat: Heartbeat;
   readonly #rescuer: Rescuer;
   readonly #stoppedCallbacks: (() => void)[] = [];
@@ -64,15 +68,20 @@ export class Worker {
     const timeoutFor = (kind: string) => kinds.get(kind)?.timeoutMs;
     const common = { driver, queries, workerId: this.id, settings, leases, clock, emit };
     this.#progress = new ProgressWriter(driver, queries, this.id, settings.progressIntervalMs, (error) => emit({ type: "error", during: "progress", error }), clock);
-    const producer = new Producer({ ...common, handlers: options.handlers, policyFor, timeoutFor, completer: this.#completer, progress: this.#progress, keyed: new KeyedClaim(driver, schema, clock) });
-    this.#producer = producer;
+    // The worker claims only kinds it has a handler for (see QueueGate).
+    this.#pauses = new WorkerPauses(driver, schema, Object.keys(options.handlers));
+    const producers = [...settings.queues].map(
+      ([queue, concurrency]) =>
+        new Producer({ ...common, queue, concurrency, gate: this.#pauses.gate(queue), handlers: options.handlers, policyFor, timeoutFor, completer: this.#completer, progress: this.#progress, keyed: new KeyedClaim(driver, schema, clock) }),
+    );
+    this.#producers = producers;
     const completer = this.#completer;
     this.#heartbeat = new Heartbeat({
       ...common,
       jobs: {
-        held: () => [...producer.held(), ...completer.jobs()],
-        drop: (jobs, reason, lost) => producer.drop(jobs, reason, lost),
-        cancel: (jobs) => producer.cancel(jobs),
+        held: () => [...producers.flatMap((producer) => producer.held()), ...completer.jobs()],
+        drop: (jobs, reason, lost) => producers.flatMap((producer) => producer.drop(jobs, reason, lost)),
+        cancel: (jobs) => producers.flatMap((producer) => producer.cancel(jobs)),
         completedInTransaction: (job) => completer.isCompletedInTransaction(job),
       },
     });
@@ -85,7 +94,9 @@ export class Worker {
 
   /** Jobs whose handlers are running now. */
   get activeCount(): number {
-    return this.#producer.activeCount;
+    let active = 0;
+    for (const producer of this.#producers) active += producer.activeCount;
+    return active;
   }
 
   /** Starts listening, claiming and running jobs. Resolves once it is listening. */
@@ -99,34 +110,44 @@ export class Worker {
           // A job of this worker's may have been cancelled: the heartbeat reports which, so
           // send it now (a missed notice costs only time: the next heartbeat reports it).
           if (payload === cancelNotice) void this.#heartbeat.beat();
-          else this.#producer.nudge();
+          else if (payload === pauseNotice) void this.#readPauses();
+          else this.#nudge();
         },
         () => {
-          // Notifications sent while the connection was down are lost: look for jobs now.
+          // Notifications sent while the connection was down are lost: look for jobs and pauses now.
           this.#emit({ type: "listen_restored" });
-          this.#producer.nudge();
+          void this.#readPauses();
+          this.#nudge();
         },
       );
     } catch (error) {
       // Polling still works without notifications.
       this.#emit({ type: "error", during: "listen", error });
     }
+    // Before the first claim: a paused queue or kind stays paused for a new worker too.
+    await this.#readPauses();
     if (this.#state !== "running") {
       // stop() was called while we were connecting; it could not see the listener yet.
       await this.#unlisten?.().catch(() => {});
       return;
     }
     const settings = this.#settings;
+    this.#every(pausePollMs, () => this.#readPauses());
     this.#every(settings.heartbeatIntervalMs, () => this.#heartbeat.beat());
     this.#every(settings.leaseCheckMs, () => {
       this.#heartbeat.checkLeases();
-      this.#producer.sweep();
+      for (const producer of this.#producers) producer.sweep();
       return Promise.resolve();
     });
-    if (settings.prefetch === undefined) this.#every(maxBufferWaitMs / 4, () => Promise.resolve(this.#producer.releaseStale()));
+    if (settings.prefetch === undefined) {
+      this.#every(maxBufferWaitMs / 4, () => {
+        for (const producer of this.#producers) producer.releaseStale();
+        return Promise.resolve();
+      });
+    }
     // A worker restarted after a crash rescues its predecessor's jobs without waiting a full interval.
     if (settings.rescueIntervalMs > 0) void this.#rescuer.start();
-    this.#producer.start();
+    for (const producer of this.#producers) producer.start();
     this.#emit({ type: "started", workerId: this.id });
   }
 
@@ -157,7 +178,9 @@ export class Worker {
    */
   async runOnce(): Promise<number> {
     if (this.#state !== "idle") throw new ErrandError("worker_state", "runOnce() is for a worker that was not started");
-    const ran = await this.#producer.runOnce();
+    await this.#readPauses();
+    let ran = 0;
+    for (const producer of this.#producers) ran += await producer.runOnce();
     await this.#completer.flush();
     return ran;
   }
@@ -180,19 +203,33 @@ export class Worker {
   #rescued({ ready, dead }: RescueResult): void {
     if (ready + dead === 0) return;
     this.#emit({ type: "rescued", ready, dead });
-    if (ready) this.#producer.nudge();
+    if (ready) this.#nudge();
+  }
+
+  #nudge(): void {
+    for (const producer of this.#producers) producer.nudge();
+  }
+
+  /** Reads the paused queues and kinds; when they changed, each producer gives back what is paused now. */
+  async #readPauses(): Promise<void> {
+    try {
+      if (await this.#pauses.refresh()) for (const producer of this.#producers) producer.pausesChanged();
+    } catch (error) {
+      this.#emit({ type: "error", during: "pauses", error });
+    }
   }
 
   async #stop(timeout: number): Promise<void> {
     if (this.#state === "stopped") return;
     const deadline = this.#clock.now() + timeout;
     this.#state = "stopping";
-    await this.#producer.stopClaiming();
+    await Promise.all(this.#producers.map((producer) => producer.stopClaiming()));
     await this.#unlisten?.().catch(() => {});
     // Claimed but never started: give them back now so other workers can take them.
-    let released = this.#producer.releaseBuffered();
-    await this.#producer.settle(deadline);
-    released += this.#producer.abortRunning();
+    let released = 0;
+    for (const producer of this.#producers) released += producer.releaseBuffered();
+    await Promise.all(this.#producers.map((producer) => producer.settle(deadline)));
+    for (const producer of this.#producers) released += producer.abortRunning();
     for (const timer of this.#timers) clearInterval(timer);
     this.#timers = [];
     // Not awaited: a rescue in flight must not hold up shutdown (it reports its own errors).

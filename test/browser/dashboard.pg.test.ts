@@ -193,6 +193,33 @@ describe("dashboard in Chromium", () => {
     expect(row!.status).toBe("dead");
   });
 
+  it("cancels a scheduled job from its page after a confirmation; a finished one shows why nothing changed", async () => {
+    const [job] = await t.sql<{ id: string }>(`SELECT id::text FROM ${t.schema}.jobs WHERE kind = 'email' AND run_at > now()`);
+    const id = job!.id;
+    await page.goto(`${origin}/jobs/${id}`);
+    await page.getByRole("button", { name: `Cancel job ${id}` }).click();
+    await page.waitForURL(/\/jobs\/cancel$/);
+    expect(await page.locator("#confirm-question").textContent()).toBe(`Cancel job ${id}?`);
+    await shot("job-cancel-confirm.png");
+    await page.getByRole("button", { name: "Yes, cancel" }).click();
+    await page.waitForURL(new RegExp(`/jobs/${id}\\?done=cancel$`));
+    expect(await page.getByRole("status").textContent()).toContain(`Cancelled 1 job: ${id}.`);
+    expect(await page.locator(".status-cancelled").first().textContent()).toBe("cancelled");
+    expect(await page.getByRole("button", { name: `Cancel job ${id}` }).count()).toBe(0);
+    await shot("job-detail-after-cancel.png");
+    // A ready job's page, then the job finishes before the confirmation is sent.
+    const [ready] = await t.sql<{ id: string }>(`SELECT min(id)::text AS id FROM ${t.schema}.jobs WHERE kind = 'email' AND status = 'ready'`);
+    await page.goto(`${origin}/jobs/${ready!.id}`);
+    await page.getByRole("button", { name: `Cancel job ${ready!.id}` }).click();
+    await page.waitForURL(/\/jobs\/cancel$/);
+    await t.sql(`UPDATE ${t.schema}.jobs SET status = 'done', finished_at = now() WHERE id = $1`, [ready!.id]);
+    const [response] = await Promise.all([page.waitForResponse((r) => r.request().method() === "POST"), page.getByRole("button", { name: "Yes, cancel" }).click()]);
+    expect(response.status()).toBe(409);
+    expect(await page.getByRole("alert").textContent()).toContain(`cannot cancel job ${ready!.id} (done): already finished`);
+    const [row] = await t.sql<{ status: string }>(`SELECT status FROM ${t.schema}.jobs WHERE id = $1`, [ready!.id]);
+    expect(row!.status).toBe("done");
+  });
+
   it("pauses a schedule", async () => {
     const schedules = t.errand.schedules;
     await schedules.declare([

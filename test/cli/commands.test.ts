@@ -30,6 +30,13 @@ describe("errand CLI", () => {
     expect(second.stderr).toContain("duplicate");
   });
 
+  it("replaces a waiting job's payload with --dedupe replace", async () => {
+    const first = await cli("enqueue", "debounced", '{"n": 1}', "--dedupe-key", "debounce:1", "--dedupe", "replace", "--delay", "600");
+    const second = await cli("enqueue", "debounced", '{"n": 2}', "--dedupe-key", "debounce:1", "--dedupe", "replace", "--delay", "600", "--json");
+    expect(JSON.parse(second.stdout)).toMatchObject({ id: first.stdout.trim(), payload: { n: 2 }, duplicate: true, replaced: true });
+    expect(second.stderr).toContain("replaced");
+  });
+
   it("cancels by id (all or nothing) and by kind; a finished or unknown job is an error and nothing changes", async () => {
     const a = (await cli("enqueue", "cancel_me", "{}", "--delay", "600")).stdout.trim();
     const b = (await cli("enqueue", "cancel_me", "{}", "--delay", "600")).stdout.trim();
@@ -73,7 +80,9 @@ describe("errand CLI", () => {
       [["enqueue", "k", "{}", "--run-at", "2030-01-01T00:00:00Z", "--delay", "5"], /--run-at or --delay, not both/],
       [["enqueue", "k", '{"s": "\\u0000"}'], /payload\.s: contains a \\u0000/],
       [["enqueue", "k"], /missing required argument 'json'/],
-      [["enqueue", "k", "{}", "--dedupe"], /unknown option '--dedupe'/],
+      [["enqueue", "k", "{}", "--dedupe-key", "k", "--dedupe", "debounce"], /--dedupe <mode>.*'debounce' is invalid.*"retained", "active", "queued", "replace" or \{ ttlMs \}/],
+      [["enqueue", "k", "{}", "--dedupe-key", "k", "--dedupe", "0"], /--dedupe <mode>.*'0' is invalid.*a ttl must be more than 0 seconds/],
+      [["enqueue", "k", "{}", "--dedupe", "queued"], /dedupe: needs a dedupeKey/],
       [["worker"], /no jobs to run: give --config FILE .* or --handlers FILE/],
       [["worker", "--handlers", "./nope.js"], /--handlers: cannot load \.\/nope\.js/],
       [["worker", "--handlers", "x.js", "--concurrency", "0"], /--concurrency <n>.*'0' is invalid/],
@@ -113,8 +122,9 @@ describe("errand CLI", () => {
       const listed = await cli("dead", "list", "--json", "--kind", "k");
       expect(listed.stdout).toBe("");
       const stats = await cli("enqueue", "probe", "{}");
-      // ids so far: the receipt, two cancel_me, always_fails, exit_now, then this probe — no gaps from bad input
-      expect(Number(stats.stdout.trim())).toBeLessThanOrEqual(7);
+      // ids so far: the receipt and its duplicate, two debounced (one replaced the other), two cancel_me,
+      // always_fails, exit_now, then this probe — no gaps from bad input
+      expect(Number(stats.stdout.trim())).toBeLessThanOrEqual(9);
     });
   });
 });

@@ -64,7 +64,7 @@ describe("--json: one JSON document per run", () => {
     const stats = JSON.parse((await cli("stats", "--json")).stdout) as { at: string; total: Record<string, number>; kinds: Record<string, unknown> };
     expect(stats.total).toMatchObject({ ready: 2, scheduled: 1, dead: 1, done: 1 });
     expect(Object.keys(stats.kinds)).toEqual(["always_fails", longKind, "resize", "send_receipt"]);
-    expect(JSON.parse((await cli("purge", "--json", "--dry-run")).stdout)).toEqual({ done: 0, dead: 0, batches: expect.any(Number), dryRun: true });
+    expect(JSON.parse((await cli("purge", "--json", "--dry-run")).stdout)).toEqual({ done: 0, cancelled: 0, dead: 0, batches: expect.any(Number), dryRun: true });
     const plan = await errandCli(["plan", "--json", "--max-attempts", "3", "--rate", "600/h", "--duration", "8s", "--burst", "300", "--workers", "4"]);
     expect(JSON.parse(plan.stdout)).toEqual({
       retry: {
@@ -132,7 +132,7 @@ describe("tables", () => {
       for (const line of lines(out.stdout)) expect(Array.from(line).length, `${args.join(" ")}: ${line}`).toBeLessThanOrEqual(60);
     }
     const wide = lines((await errandCli(["stats", ...db.flags], { COLUMNS: "300" })).stdout);
-    expect(wide[0]).toMatch(/^kind\s+ready\s+scheduled\s+running\s+done\s+dead\s+oldest ready\s+expired leases\s+done\/1m\s+failed\/1m\s+done\/1h\s+failed\/1h\s+fail rate\/1h$/);
+    expect(wide[0]).toMatch(/^kind\s+ready\s+scheduled\s+running\s+done\s+dead\s+cancelled\s+oldest ready\s+expired leases\s+done\/1m\s+failed\/1m\s+timed out\/1m\s+cancelled\/1m\s+done\/1h\s+failed\/1h\s+timed out\/1h\s+cancelled\/1h\s+fail rate\/1h$/);
     expect(wide.find((line) => line.startsWith(longKind))).toMatch(/^billing\.invoice\.send_overdue_reminder_email\s+0\s+1\s/);
   }, 240_000);
 

@@ -20,11 +20,11 @@ beforeAll(async () => {
 
 describe("observability commands", () => {
   it("errand stats prints a table, and JSON with --json", async () => {
-    const table = await errandCli(["stats", ...db.flags], { COLUMNS: "200" });
+    const table = await errandCli(["stats", ...db.flags], { COLUMNS: "300" });
     expect(table.code).toBe(0);
     const lines = table.stdout.split("\n");
-    expect(lines[0]).toMatch(/^kind\s+ready\s+scheduled\s+running\s+done\s+dead\s+oldest ready\s+expired leases\s+done\/1m/);
-    expect(lines.find((l) => l.startsWith("send_receipt"))).toMatch(/^send_receipt\s+2\s+0\s+0\s+0\s+0\s+\d+ s\s+0/);
+    expect(lines[0]).toMatch(/^kind\s+ready\s+scheduled\s+running\s+done\s+dead\s+cancelled\s+oldest ready\s+expired leases\s+done\/1m\s+failed\/1m\s+timed out\/1m\s+cancelled\/1m\s+done\/1h\s+failed\/1h\s+timed out\/1h\s+cancelled\/1h/);
+    expect(lines.find((l) => l.startsWith("send_receipt"))).toMatch(/^send_receipt\s+2\s+0\s+0\s+0\s+0\s+0\s+\d+ s\s+0/);
     expect(lines.find((l) => l.startsWith("(total)"))).toMatch(/^\(total\)\s+2\s+1\s+0/);
     const json = JSON.parse((await cli("stats", "--json")).stdout) as { total: { ready: number; scheduled: number }; kinds: Record<string, unknown> };
     expect(json.total).toMatchObject({ ready: 2, scheduled: 1 });
@@ -48,10 +48,10 @@ describe("observability commands", () => {
 
   it("errand purge counts with --dry-run, keeps dead jobs, and names a bad duration", async () => {
     const dry = await cli("purge", "--dry-run", "--older-than", "0s");
-    expect(dry).toMatchObject({ code: 0, stdout: "would delete 0 done jobs finished more than 0 s ago; dead jobs kept (see errand dead list)\n" });
+    expect(dry).toMatchObject({ code: 0, stdout: "would delete 0 done jobs and 0 cancelled jobs finished more than 0 s ago; dead jobs kept (see errand dead list)\n" });
     const real = await cli("purge");
-    expect(real.stdout).toBe("deleted 0 done jobs finished more than 7 d ago; dead jobs kept (see errand dead list) (1 batch)\n");
-    expect(JSON.parse((await cli("purge", "--json", "--dead-older-than", "30d")).stdout)).toEqual({ done: 0, dead: 0, batches: 2, dryRun: false });
+    expect(real.stdout).toBe("deleted 0 done jobs and 0 cancelled jobs finished more than 7 d ago; dead jobs kept (see errand dead list) (2 batches)\n");
+    expect(JSON.parse((await cli("purge", "--json", "--dead-older-than", "30d")).stdout)).toEqual({ done: 0, cancelled: 0, dead: 0, batches: 3, dryRun: false });
     const bad = await cli("purge", "--older-than", "a week");
     expect(bad.code).toBe(2);
     expect(bad.stderr).toBe('errand: --older-than: must be a duration like 30s, 5m, 1h or 7d (got "a week")\n');

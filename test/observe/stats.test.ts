@@ -10,7 +10,7 @@ describe("stats", () => {
   it("reports nothing for an empty queue", async () => {
     const stats = await t.errand.stats();
     expect(stats.kinds).toEqual({});
-    expect(stats.total).toEqual({ ready: 0, scheduled: 0, running: 0, done: 0, dead: 0, oldestReadyAgeMs: null, expiredLeases: 0, lastMinute: zeroWindow, lastHour: zeroWindow });
+    expect(stats.total).toEqual({ ready: 0, scheduled: 0, running: 0, done: 0, dead: 0, cancelled: 0, oldestReadyAgeMs: null, expiredLeases: 0, lastMinute: zeroWindow, lastHour: zeroWindow });
     expect(stats.at).toBeInstanceOf(Date);
   });
 
@@ -41,7 +41,7 @@ describe("stats", () => {
     expect(sa!.oldestReadyAgeMs).toBeGreaterThanOrEqual(90_000);
     expect(sa!.oldestReadyAgeMs).toBeLessThan(100_000);
     const bWindow = { completed: 2, failed: 2, died: 1, timedOut: 0, cancelled: 0, failureRate: 0.5 };
-    expect(sb).toEqual({ ready: 0, scheduled: 1, running: 0, done: 2, dead: 1, oldestReadyAgeMs: null, expiredLeases: 0, lastMinute: bWindow, lastHour: bWindow });
+    expect(sb).toEqual({ ready: 0, scheduled: 1, running: 0, done: 2, dead: 1, cancelled: 0, oldestReadyAgeMs: null, expiredLeases: 0, lastMinute: bWindow, lastHour: bWindow });
     expect(sc).toMatchObject({ ready: 0, scheduled: 0, running: 3, done: 0, dead: 0, expiredLeases: 2, oldestReadyAgeMs: null });
     expect(stats.total).toMatchObject({ ready: 3, scheduled: 3, running: 3, done: 2, dead: 1, expiredLeases: 2, lastMinute: bWindow, lastHour: bWindow });
     expect(stats.total.oldestReadyAgeMs).toBe(sa!.oldestReadyAgeMs);

@@ -59,3 +59,39 @@ export function missing(requirements: readonly Requirement[], ci = process.env.C
   for (const r of absent) warn(`\n*** ${r.problem}: ${r.tests} are SKIPPED; ${r.remedy} to run them. ***\n`);
   return absent;
 }
+
+/** The NATS server (with JetStream) of the outbox relay tests. */
+export const natsUrl = process.env.ERRAND_TEST_NATS_URL ?? "nats://127.0.0.1:4222";
+
+/** The RabbitMQ server of the outbox relay tests. */
+export const amqpUrl = process.env.ERRAND_TEST_AMQP_URL ?? "amqp://guest:guest@127.0.0.1:5672";
+
+/** Why NATS with JetStream at `url` cannot be used, or undefined when it answers. */
+export async function natsProblem(url: string): Promise<string | undefined> {
+  try {
+    const { connect } = await import("@nats-io/transport-node");
+    const { jetstreamManager } = await import("@nats-io/jetstream");
+    const parsed = new URL(url);
+    const nc = await connect({ servers: `${parsed.hostname}:${parsed.port || "4222"}`, timeout: 3_000, reconnect: false });
+    try {
+      await (await jetstreamManager(nc, { timeout: 3_000 })).getAccountInfo();
+    } finally {
+      await nc.close();
+    }
+    return undefined;
+  } catch (error) {
+    return `NATS with JetStream at ${url} is not reachable (${(error as Error).message})`;
+  }
+}
+
+/** Why RabbitMQ at `url` cannot be used, or undefined when it answers. */
+export async function amqpProblem(url: string): Promise<string | undefined> {
+  try {
+    const amqp = await import("amqplib");
+    const connection = await amqp.connect(url, { timeout: 3_000 });
+    await connection.close();
+    return undefined;
+  } catch (error) {
+    return `RabbitMQ at ${url.replace(/:[^:@/]*@/, ":***@")} is not reachable (${(error as Error).message})`;
+  }
+}

@@ -76,7 +76,7 @@ describe("a job map", () => {
 
 describe("enqueue", () => {
   it("takes the map's kinds with their payloads", () => {
-    expectTypeOf(errand.enqueue("send_welcome_email", { userId: 42 }, { dedupeKey: "welcome:42" })).resolves.toEqualTypeOf<{ readonly id: string; readonly duplicate: boolean }>();
+    expectTypeOf(errand.enqueue("send_welcome_email", { userId: 42 }, { dedupeKey: "welcome:42" })).resolves.toEqualTypeOf<{ readonly id: string; readonly duplicate: boolean; readonly replaced?: true }>();
     void errand.enqueue("sweep", {});
   });
 

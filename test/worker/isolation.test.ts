@@ -55,6 +55,7 @@ describe.each(modes)("isolated(…, { mode: %s })", (mode) => {
       payload: { order: 1042, tags: ["a"] },
       context: { id: "7", kind: "k", attempt: 2, maxAttempts: 5, idempotencyKey: "errand-job-7", createdAt: new Date("2026-01-02T03:04:05Z") },
       createdAtIsDate: true,
+      functions: ["checkpoint", "complete", "progress"],
     });
     const [pid, thread] = String(result.where).split("/").map(Number);
     if (mode === "process") expect(pid).not.toBe(process.pid);

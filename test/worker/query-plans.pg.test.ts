@@ -51,7 +51,7 @@ describe("batch statement plans", () => {
           const idArray = `'{${ids.join(",")}}'::bigint[]`;
           const json = (values: readonly unknown[]) => `'${byId(ids, values).replaceAll("'", "''")}'::jsonb`;
           const statements = {
-            claim: { text: q.claim.text, args: `${batch}, 'w', '{}'::jsonb, 60000, 10` },
+            claim: { text: q.claim.text, args: `${batch}, 'w', '{}'::jsonb, 60000, 10, 'default', '{k}'::text[]` },
             start: { text: q.start.text, args: `${idArray}, ${json(rows.map((r) => r.attempts))}, 'w'` },
             heartbeat: { text: q.heartbeat.text, args: `${idArray}, ${json(rows.map((r) => r.attempts))}, 'w', '{}'::jsonb, 60000` },
             complete: { text: q.complete.text, args: `${idArray}, ${json(rows.map((r) => r.attempts))}, 'w'` },

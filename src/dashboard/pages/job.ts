@@ -8,7 +8,12 @@ const seconds = (from: Date | null, to: Date | null) => (from && to && !isInfini
 /** One job: facts, timings, lease, payload, last progress and result (pretty JSON, as text) and every attempt's error. */
 export function jobPage(ctx: PageContext, job: Job, now: Date, notice: Html | string = ""): Html {
   const leaseLeft = job.status === "running" ? seconds(now, job.lockedUntil) : null;
-  const actions = job.status === "dead" && !ctx.readOnly
+  const cancellable = (job.status === "ready" || job.status === "running") && !ctx.readOnly;
+  const actions = cancellable
+    ? html`<div class="actions">
+<form method="post" action="${href(ctx, "/jobs/cancel")}" class="inline">${csrfField(ctx)}<input type="hidden" name="id" value="${job.id}"><input type="hidden" name="return" value="job"><button type="submit" class="danger">Cancel job ${job.id}</button></form>
+</div>`
+    : job.status === "dead" && !ctx.readOnly
     ? html`<div class="actions">
 <form method="post" action="${href(ctx, "/dead/retry")}" class="inline">${csrfField(ctx)}<input type="hidden" name="id" value="${job.id}"><input type="hidden" name="return" value="job"><button type="submit">Retry job ${job.id}</button></form>
 <form method="post" action="${href(ctx, "/dead/discard")}" class="inline">${csrfField(ctx)}<input type="hidden" name="id" value="${job.id}"><input type="hidden" name="return" value="job"><button type="submit" class="danger">Discard job ${job.id}</button></form>
@@ -24,6 +29,7 @@ ${actions}
 <dt>Status</dt><dd>${job.status}</dd>
 <dt>Attempts</dt><dd>${job.attempts} of ${job.maxAttempts}</dd>
 <dt>Priority</dt><dd>${job.priority}</dd>
+${job.batchId === null ? "" : html`<dt>Batch</dt><dd><a href="${href(ctx, `/batches/${job.batchId}`)}">batch ${job.batchId}</a></dd>`}
 <dt>Dedupe key</dt><dd>${job.dedupeKey ?? html`<span class="muted">none</span>`}</dd>
 <dt>Created</dt><dd>${time(job.createdAt)}</dd>
 <dt>Run at</dt><dd>${time(job.runAt)}${job.status === "ready" && !isInfinite(job.runAt) ? html` <span class="muted">(${job.runAt > now ? `in ${duration(seconds(now, job.runAt))}` : `due ${duration(seconds(job.runAt, now))} ago`})</span>` : ""}</dd>

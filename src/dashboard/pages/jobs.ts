@@ -1,10 +1,10 @@
 import type { JobStatus } from "../../job.js";
 import type { JobSummary, Page } from "../data.js";
 import { type Html, html } from "../html.js";
-import { type PageContext, count, href, page, statusBadge, time } from "../layout.js";
+import { type PageContext, count, csrfField, href, page, statusBadge, time } from "../layout.js";
 
 /** The statuses a filter may name. */
-export const statuses: readonly JobStatus[] = ["ready", "running", "done", "dead"];
+export const statuses: readonly JobStatus[] = ["ready", "running", "done", "dead", "cancelled"];
 
 /** The jobs page's filter, as read from the query string. */
 export interface JobsFilter {
@@ -35,7 +35,7 @@ ${result.older ? html`<a href="${href(ctx, path, { ...query, before: result.olde
 }
 
 /** The jobs page: filter by kind and status, search by id or dedupe key, keyset pages. */
-export function jobsPage(ctx: PageContext, filter: JobsFilter, kinds: readonly string[], result: Page<JobSummary> | { search: JobSummary[] }): Html {
+export function jobsPage(ctx: PageContext, filter: JobsFilter, kinds: readonly string[], result: Page<JobSummary> | { search: JobSummary[] }, message: Html | string = ""): Html {
   const option = (value: string, label: string, selected: boolean) => html`<option value="${value}"${selected ? html` selected` : ""}>${label}</option>`;
   const form = html`<form class="filters" method="get" action="${href(ctx, "/jobs")}" role="search">
 <div><label for="f-kind">Kind</label><select id="f-kind" name="kind">${option("", "Any kind", filter.kind === null)}${kinds.map((k) => option(k, k, filter.kind === k))}${filter.kind !== null && !kinds.includes(filter.kind) ? option(filter.kind, filter.kind, true) : ""}</select></div>
@@ -50,9 +50,17 @@ export function jobsPage(ctx: PageContext, filter: JobsFilter, kinds: readonly s
       : jobTable(ctx, `Jobs whose id or dedupe key is “${filter.q ?? ""}”`, result.search);
   } else {
     const what = [filter.status ?? "all", filter.kind ? `${filter.kind} ` : "", "jobs"].join(" ").replace(/\s+/g, " ");
+    // Ready and running jobs can be cancelled from their list: every row there is cancellable.
+    const cancellable = !ctx.readOnly && (filter.status === "ready" || filter.status === "running");
+    const table = jobTable(ctx, `${count(result.items.length)} ${what}, newest first`, result.items, { select: cancellable });
     content = result.items.length === 0
       ? html`<p role="status">No ${what} on this page.</p>`
-      : html`${jobTable(ctx, `${count(result.items.length)} ${what}, newest first`, result.items)}${pager(ctx, "/jobs", { kind: filter.kind, status: filter.status }, result)}`;
+      : html`${cancellable
+        ? html`<form method="post" action="${href(ctx, "/jobs/cancel")}" id="job-list">${csrfField(ctx)}
+${table}
+<div class="actions"><button type="submit" class="danger">Cancel selected</button></div>
+</form>`
+        : table}${pager(ctx, "/jobs", { kind: filter.kind, status: filter.status }, result)}`;
   }
-  return page(ctx, { title: "Jobs", section: "jobs", body: html`<h1>Jobs</h1>${form}${content}` });
+  return page(ctx, { title: "Jobs", section: "jobs", body: html`<h1>Jobs</h1>${message}${form}${content}` });
 }

@@ -4,6 +4,7 @@ import type { JobStatus } from "../../job.js";
 import { checkId, isJobId, textProblem } from "../../validate.js";
 import type { DashboardDeps, DashboardEnv } from "../context.js";
 import { messagePage, notice } from "../layout.js";
+import { cancelNotice } from "../pages/cancel.js";
 import { actionNotice, deadPage } from "../pages/dead.js";
 import { jobPage } from "../pages/job.js";
 import { jobsPage, statuses } from "../pages/jobs.js";
@@ -36,7 +37,8 @@ export function registerPages(app: Hono<DashboardEnv>, deps: DashboardDeps): voi
 
   app.get("/", async (c) => {
     const [stats, series] = await Promise.all([deps.errand.stats(), data.series(60)]);
-    return deps.send(c, overviewPage(c.get("page"), { stats, series }, options.refreshSeconds));
+    const done = { action: c.req.query("done"), queue: c.req.query("queue"), kind: c.req.query("kind") };
+    return deps.send(c, overviewPage(c.get("page"), { stats, series }, options.refreshSeconds, done));
   });
 
   app.get("/jobs", async (c) => {
@@ -48,7 +50,7 @@ export function registerPages(app: Hono<DashboardEnv>, deps: DashboardDeps): voi
       data.kinds(),
       q !== null ? data.search(q).then((search) => ({ search })) : data.jobs({ kind: filter.kind, status: filter.status, before, after, limit: options.pageSize }),
     ]);
-    return deps.send(c, jobsPage(c.get("page"), filter, kinds, result));
+    return deps.send(c, jobsPage(c.get("page"), filter, kinds, result, cancelDoneNotice(c.req.query())));
   });
 
   app.get("/jobs/:id", async (c) => {
@@ -57,7 +59,7 @@ export function registerPages(app: Hono<DashboardEnv>, deps: DashboardDeps): voi
     const found = id === null ? null : await data.job(id);
     if (!found) return deps.send(c, messagePage(ctx, "Not found", `There is no job ${c.req.param("id")}: it never existed, or it was discarded or purged.`), 404);
     const done = c.req.query("done");
-    const message = done === "retry" ? notice(`Retried job ${found.job.id}: it is ready to run again.`) : "";
+    const message = done === "retry" ? notice(`Retried job ${found.job.id}: it is ready to run again.`) : done === "cancel" ? cancelNotice(1, [found.job.id]) : "";
     return deps.send(c, jobPage(ctx, found.job, found.now, message));
   });
 
@@ -69,6 +71,14 @@ export function registerPages(app: Hono<DashboardEnv>, deps: DashboardDeps): voi
     const [groups, list] = await Promise.all([data.deadGroups(), data.dead({ kind, error, after, limit: options.pageSize })]);
     return deps.send(c, deadPage(c.get("page"), groups, { kind, error }, list, doneNotice(c.req.query())));
   });
+}
+
+/** The notice after a cancel's redirect to the jobs list: `?done=cancel&n=3&ids=1,2,3`. */
+function cancelDoneNotice(query: Record<string, string>) {
+  if (query.done !== "cancel") return "";
+  const n = Number(query.n);
+  if (!Number.isInteger(n) || n < 1) return "";
+  return cancelNotice(n, (query.ids ?? "").split(",").filter(isJobId));
 }
 
 /** The notice after a POST/redirect: `?done=retry&n=3&ids=1,2,3[&kind=k]`. */

@@ -1,0 +1,69 @@
+import type { Statement } from "../driver/types.js";
+import { channelFor, memoisePerSchema, qualified, statement } from "./statement.js";
+
+/**
+ * The payload of the notice on the jobs channel ({@link channelFor}) that says a queue or
+ * kind was paused or resumed: every worker reads the pauses again. An older worker takes
+ * it for an enqueue's notice (a look for jobs), which is harmless.
+ */
+export const pauseNotice = "pause";
+
+/** The statements of pausing and of per-queue figures, for one schema. */
+export interface QueueQueries {
+  readonly pause: Statement;
+  readonly resume: Statement;
+  readonly listPauses: Statement;
+  readonly queueDepths: Statement;
+}
+
+/** The statements for `schema` (memoised). */
+export const queueQueriesFor = memoisePerSchema((schema): QueueQueries => build(qualified(schema), channelFor(schema)));
+
+function build(s: string, channel: string): QueueQueries {
+  const jobs = `${s}.jobs`;
+  return {
+    /*
+     * pause — pauses queue or kind $2 ($1 = 'queue' | 'kind') and tells the workers (a
+     * notice on the jobs channel, delivered at commit). rows: changed (false when it was
+     * paused already)
+     */
+    pause: statement(`
+      WITH added AS (
+        INSERT INTO ${s}.pauses (scope, name) VALUES ($1::text, $2::text) ON CONFLICT DO NOTHING RETURNING 1
+      )
+      SELECT EXISTS (SELECT 1 FROM added) AS changed,
+             (SELECT pg_notify('${channel}', '${pauseNotice}') FROM added) IS NULL AS notified`),
+
+    /* resume — undoes pause; the same parameters and rows. Workers look for jobs at once. */
+    resume: statement(`
+      WITH removed AS (
+        DELETE FROM ${s}.pauses WHERE scope = $1::text AND name = $2::text RETURNING 1
+      )
+      SELECT EXISTS (SELECT 1 FROM removed) AS changed,
+             (SELECT pg_notify('${channel}', '${pauseNotice}') FROM removed) IS NULL AS notified`),
+
+    /* listPauses — no params; rows: scope, name, paused_at */
+    listPauses: statement(`SELECT scope, name, paused_at FROM ${s}.pauses ORDER BY scope, name`),
+
+    /*
+     * queueDepths — per queue: ready (due now), scheduled (due later), running, and
+     * whether it is paused. Reads the ready index and the lease index (jobs_ready_queue,
+     * jobs_leased), so it costs what the backlog does, never the history; a paused queue
+     * with no jobs is listed too. No params. rows: queue, ready, scheduled, running (bigint
+     * strings), paused
+     */
+    queueDepths: statement(`
+      SELECT x.queue, sum(x.ready) AS ready, sum(x.scheduled) AS scheduled, sum(x.running) AS running,
+             EXISTS (SELECT 1 FROM ${s}.pauses p WHERE p.scope = 'queue' AND p.name = x.queue) AS paused
+      FROM (
+        SELECT queue, count(*) FILTER (WHERE run_at <= now()) AS ready, count(*) FILTER (WHERE run_at > now()) AS scheduled, 0 AS running
+        FROM ${jobs} WHERE status = 'ready' GROUP BY queue
+        UNION ALL
+        SELECT queue, 0, 0, count(*) FROM ${jobs} WHERE status = 'running' AND locked_until IS NOT NULL GROUP BY queue
+        UNION ALL
+        SELECT name, 0, 0, 0 FROM ${s}.pauses WHERE scope = 'queue'
+      ) x
+      GROUP BY x.queue
+      ORDER BY x.queue`),
+  };
+}

@@ -1,0 +1,98 @@
+import { randomBytes } from "node:crypto";
+import { connect } from "@nats-io/transport-node";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import amqp from "amqplib";
+import { amqpUrl, natsUrl } from "./services.js";
+
+// The outbox tests' brokers: each test gets its own JetStream stream (and subject prefix)
+// or RabbitMQ queue (and routing-key prefix), removed afterwards.
+
+/** A name no other test uses. */
+export function uniqueName(prefix: string): string {
+  return `${prefix}${randomBytes(5).toString("hex")}`;
+}
+
+/** What a consumer read: per message its id, key and body. */
+export interface Received {
+  readonly id: string;
+  readonly key: string | undefined;
+  readonly body: unknown;
+  readonly topic: string;
+}
+
+/** A JetStream stream capturing `<prefix>.>` (or only `<prefix>.<topic>` for the topics given), read back in stream order. */
+export async function testStream(topics?: readonly string[]) {
+  const prefix = uniqueName("t");
+  const name = prefix.toUpperCase();
+  const nc = await connect({ servers: new URL(natsUrl).host });
+  const jsm = await jetstreamManager(nc);
+  await jsm.streams.add({ name, subjects: topics ? topics.map((topic) => `${prefix}.${topic}`) : [`${prefix}.>`], duplicate_window: 120_000_000_000 });
+  return {
+    name,
+    subjectPrefix: `${prefix}.`,
+    async count(): Promise<number> {
+      return (await jsm.streams.info(name)).state.messages;
+    },
+    /** Every message in the stream, in stream order. */
+    async read(): Promise<Received[]> {
+      const total = (await jsm.streams.info(name)).state.messages;
+      const out: Received[] = [];
+      if (total === 0) return out;
+      const consumer = await jetstream(nc).consumers.get(name);
+      const messages = await consumer.consume();
+      for await (const m of messages) {
+        out.push({ id: m.headers?.get("Nats-Msg-Id") ?? "", key: m.headers?.get("Errand-Key") || undefined, body: m.json(), topic: m.subject.slice(prefix.length + 1) });
+        if (out.length >= total) break;
+      }
+      await messages.close();
+      return out;
+    },
+    async close(): Promise<void> {
+      await jsm.streams.delete(name).catch(() => {});
+      await nc.close();
+    },
+  };
+}
+
+/** A durable RabbitMQ queue bound to amq.topic for `<prefix>.#` (a new name unless given), read back in order. */
+export async function testQueue(name?: string) {
+  const prefix = name ?? uniqueName("t");
+  const connection = await amqp.connect(amqpUrl);
+  connection.on("error", () => {}); // a broker restart closes it; the restart test reopens by name
+  const channel = await connection.createChannel();
+  channel.on("error", () => {});
+  await channel.assertQueue(prefix, { durable: true });
+  await channel.bindQueue(prefix, "amq.topic", `${prefix}.#`);
+  return {
+    name: prefix,
+    topicPrefix: `${prefix}.`,
+    async count(): Promise<number> {
+      return (await channel.checkQueue(prefix)).messageCount;
+    },
+    /** Every message in the queue, in queue order (each acknowledged). */
+    async read(): Promise<Received[]> {
+      const out: Received[] = [];
+      for (;;) {
+        const m = await channel.get(prefix, { noAck: true });
+        if (m === false) return out;
+        out.push({ id: String(m.properties.messageId), key: m.properties.headers?.["errand-key"] as string | undefined, body: JSON.parse(m.content.toString()), topic: m.fields.routingKey.slice(prefix.length + 1) });
+      }
+    },
+    async close(): Promise<void> {
+      await channel.deleteQueue(prefix).catch(() => {});
+      await connection.close().catch(() => {});
+    },
+  };
+}
+
+/** Fails unless, for every key, the `seq` of its bodies rises by one from 0; returns the count per key. */
+export function checkOrderPerKey(received: readonly Received[]): Map<string, number> {
+  const next = new Map<string, number>();
+  for (const r of received) {
+    const { key, seq } = r.body as { key: string; seq: number };
+    const expected = next.get(key) ?? 0;
+    if (seq !== expected) throw new Error(`key ${key}: got seq ${seq} where ${expected} was due (message ${r.id})`);
+    next.set(key, expected + 1);
+  }
+  return next;
+}
