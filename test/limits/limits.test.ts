@@ -13,7 +13,7 @@ interface Claimed {
 
 /** One keyed claim, as a worker makes it: the claimed rows and the closing row (cursor, wait). */
 async function claimKeyed(slots: number, after: string | null = null): Promise<{ jobs: Claimed[]; last: string | null; waitMs: number | null }> {
-  const rows = await t.sql<Claimed>(`SELECT id, concurrency_key, attempts, wait_ms FROM ${t.schema}.claim_keyed($1, 'w1', '{}', 60000, $2)`, [slots, after]);
+  const rows = await t.sql<Claimed>(`SELECT id, concurrency_key, attempts, wait_ms FROM ${t.schema}.claim_keyed($1, 'w1', '{}', 60000, $2, 'default', ARRAY(SELECT DISTINCT kind FROM ${t.schema}.jobs))`, [slots, after]);
   const meta = rows.at(-1)!;
   expect(meta.id).toBeNull();
   return { jobs: rows.slice(0, -1), last: meta.concurrency_key, waitMs: meta.wait_ms === null ? null : Number(meta.wait_ms) };
