@@ -47,6 +47,111 @@ BEGIN
 END;
 $$;
 
+CREATE FUNCTION errand.claim_keyed(p_slots integer, p_worker text, p_leases jsonb, p_lease_ms double precision, p_after text, p_queue text, p_kinds text[]) RETURNS TABLE(id bigint, kind text, payload jsonb, attempts integer, started boolean, max_attempts integer, retry text, timeout_ms integer, run_at_ms double precision, created_at_ms double precision, checkpoint text, concurrency_key text, wait_ms double precision)
+    LANGUAGE plpgsql
+    AS $$
+#variable_conflict use_column
+DECLARE
+  k text;
+  last_key text := p_after;
+  pass_first text;
+  wrapped boolean;
+  lim record;
+  room int;
+  n int;
+  taken int := 0;
+  took_in_pass int := 0;
+  keys_took int := 0;
+  quantum int := 1;
+  visits int := 0;
+  t timestamptz;
+  oldest timestamptz;
+  wait float8;
+BEGIN
+  WHILE taken < p_slots AND visits < 1000 LOOP
+    -- (Two statements, not `last_key IS NULL OR …`: with the OR, the plan could not start
+    -- the index scan at last_key and read the index from its beginning.)
+    IF last_key IS NULL THEN
+      k := NULL;
+    ELSE
+      k := (SELECT min(r.concurrency_key) FROM "errand".jobs r
+            WHERE r.status = 'ready' AND r.queue = p_queue AND r.concurrency_key IS NOT NULL AND r.concurrency_key > last_key
+              AND r.kind = ANY(p_kinds));
+    END IF;
+    wrapped := k IS NULL;
+    IF wrapped THEN
+      k := (SELECT min(r.concurrency_key) FROM "errand".jobs r
+            WHERE r.status = 'ready' AND r.queue = p_queue AND r.concurrency_key IS NOT NULL AND r.kind = ANY(p_kinds));
+      EXIT WHEN k IS NULL;
+    END IF;
+    -- A pass ends where the circle of keys comes back to where it began (that key may be
+    -- gone: its last job was taken).
+    IF pass_first IS NULL THEN
+      pass_first := k;
+    ELSIF (wrapped AND (last_key < pass_first OR k >= pass_first)) OR (NOT wrapped AND last_key < pass_first AND k >= pass_first) THEN
+      EXIT WHEN took_in_pass = 0;
+      -- The next pass shares what is left evenly among the keys that took in this one (with
+      -- one key, the second pass takes the rest at once).
+      quantum := greatest(1, ceil((p_slots - taken)::float8 / keys_took)::int);
+      took_in_pass := 0;
+      keys_took := 0;
+      pass_first := k;
+    END IF;
+    last_key := k;
+    visits := visits + 1;
+    CONTINUE WHEN NOT pg_try_advisory_xact_lock(hashtext('errand.key:"errand"'), hashtext(k));
+    -- After the lock: claims of this key are serialised, so its times only go forward.
+    t := clock_timestamp();
+    SELECT l.concurrency, l.rate_count, l.rate_period_ms INTO lim FROM "errand".limits l
+     WHERE l.key = k OR (right(l.key, 1) = '*' AND left(k, length(l.key) - 1) = left(l.key, -1))
+     ORDER BY l.key = k DESC, length(l.key) DESC LIMIT 1;
+    room := least(quantum, p_slots - taken);
+    IF lim.concurrency IS NOT NULL THEN
+      room := least(room, lim.concurrency - (SELECT count(*) FROM "errand".jobs r WHERE r.concurrency_key = k AND r.status = 'running'));
+    END IF;
+    IF room > 0 AND lim.rate_count IS NOT NULL THEN
+      n := (SELECT count(*) FROM "errand".jobs r
+            WHERE r.concurrency_key = k AND r.started_at > t - lim.rate_period_ms * interval '1 millisecond');
+      room := least(room, lim.rate_count - n);
+      IF room <= 0 THEN
+        room := 0;
+        -- The start whose leaving the window frees a place: then one more may start.
+        oldest := (SELECT r.started_at FROM "errand".jobs r
+                   WHERE r.concurrency_key = k AND r.started_at > t - lim.rate_period_ms * interval '1 millisecond'
+                   ORDER BY r.started_at OFFSET n - lim.rate_count LIMIT 1);
+        IF EXISTS (SELECT 1 FROM "errand".jobs r
+                   WHERE r.status = 'ready' AND r.queue = p_queue AND r.concurrency_key = k AND r.run_at <= t AND r.kind = ANY(p_kinds)) THEN
+          wait := least(wait, greatest(1, extract(epoch FROM oldest - t) * 1000 + lim.rate_period_ms));
+        END IF;
+      END IF;
+    END IF;
+    CONTINUE WHEN room <= 0;
+    RETURN QUERY
+      WITH next AS (
+        SELECT r.ctid FROM "errand".jobs r
+        WHERE r.status = 'ready' AND r.queue = p_queue AND r.concurrency_key = k AND r.run_at <= t AND r.kind = ANY(p_kinds)
+        ORDER BY r.priority DESC, r.run_at, r.id
+        LIMIT room
+        FOR UPDATE SKIP LOCKED
+      )
+      UPDATE "errand".jobs j
+      SET status = 'running', attempts = j.attempts + 1, locked_by = p_worker,
+          locked_until = t + coalesce((p_leases ->> j.kind)::float8, p_lease_ms) * interval '1 millisecond',
+          started_at = t
+      WHERE j.ctid = ANY(ARRAY(SELECT ctid FROM next))
+      RETURNING j.id, j.kind, j.payload, j.attempts, true, j.max_attempts, j.retry::text, j.timeout_ms,
+                (extract(epoch FROM j.run_at) * 1000)::float8, (extract(epoch FROM j.created_at) * 1000)::float8,
+                j.checkpoint::text, j.concurrency_key, NULL::float8;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    taken := taken + n;
+    took_in_pass := took_in_pass + n;
+    keys_took := keys_took + (n > 0)::int;
+  END LOOP;
+  RETURN QUERY SELECT NULL::bigint, NULL::text, NULL::jsonb, NULL::int, NULL::boolean, NULL::int, NULL::text, NULL::int,
+                      NULL::float8, NULL::float8, NULL::text, last_key, wait;
+END;
+$$;
+
 CREATE FUNCTION errand.count_deletes() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
@@ -154,7 +259,9 @@ CREATE TABLE errand.jobs (
     dedupe_mode text,
     dedupe_until timestamp with time zone,
     batch_id bigint,
+    concurrency_key text,
     CONSTRAINT jobs_attempts_check CHECK ((attempts >= 0)),
+    CONSTRAINT jobs_concurrency_key_named CHECK ((concurrency_key <> ''::text)),
     CONSTRAINT jobs_kind_check CHECK ((kind <> ''::text)),
     CONSTRAINT jobs_max_attempts_check CHECK ((max_attempts >= 1)),
     CONSTRAINT jobs_queue_named CHECK ((queue <> ''::text)),
@@ -169,6 +276,19 @@ ALTER TABLE errand.jobs ALTER COLUMN id ADD GENERATED BY DEFAULT AS IDENTITY (
     NO MINVALUE
     NO MAXVALUE
     CACHE 1
+);
+
+CREATE TABLE errand.limits (
+    key text NOT NULL,
+    concurrency integer,
+    rate_count integer,
+    rate_period_ms integer,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT limits_check CHECK (((rate_count IS NULL) = (rate_period_ms IS NULL))),
+    CONSTRAINT limits_concurrency_check CHECK ((concurrency >= 1)),
+    CONSTRAINT limits_key_check CHECK ((key <> ''::text)),
+    CONSTRAINT limits_rate_count_check CHECK ((rate_count >= 1)),
+    CONSTRAINT limits_rate_period_ms_check CHECK ((rate_period_ms >= 1))
 );
 
 CREATE TABLE errand.migrations (
@@ -287,6 +407,9 @@ ALTER TABLE errand.jobs
 ALTER TABLE errand.jobs
     ADD CONSTRAINT jobs_status_check CHECK ((status = ANY (ARRAY['ready'::text, 'running'::text, 'done'::text, 'dead'::text, 'cancelled'::text]))) NOT VALID;
 
+ALTER TABLE ONLY errand.limits
+    ADD CONSTRAINT limits_pkey PRIMARY KEY (key);
+
 ALTER TABLE ONLY errand.migrations
     ADD CONSTRAINT migrations_pkey PRIMARY KEY (version);
 
@@ -315,9 +438,15 @@ CREATE INDEX jobs_dead ON errand.jobs USING btree (kind, id) WHERE (status = 'de
 
 CREATE INDEX jobs_done ON errand.jobs USING btree (finished_at) WHERE (status = 'done'::text);
 
+CREATE INDEX jobs_keyed_running ON errand.jobs USING btree (concurrency_key) WHERE ((status = 'running'::text) AND (concurrency_key IS NOT NULL));
+
+CREATE INDEX jobs_keyed_started ON errand.jobs USING btree (concurrency_key, started_at) WHERE ((concurrency_key IS NOT NULL) AND (started_at IS NOT NULL));
+
 CREATE INDEX jobs_leased ON errand.jobs USING btree (locked_until) WHERE (locked_until IS NOT NULL);
 
-CREATE INDEX jobs_ready_queue ON errand.jobs USING btree (queue, priority DESC, run_at, id) WHERE (status = 'ready'::text);
+CREATE INDEX jobs_ready_keyed ON errand.jobs USING btree (queue, concurrency_key, priority DESC, run_at, id) WHERE ((status = 'ready'::text) AND (concurrency_key IS NOT NULL));
+
+CREATE INDEX jobs_ready_plain ON errand.jobs USING btree (queue, priority DESC, run_at, id) WHERE ((status = 'ready'::text) AND (concurrency_key IS NULL));
 
 CREATE INDEX jobs_unleased ON errand.jobs USING btree (id) WHERE ((status = 'running'::text) AND (locked_until IS NULL));
 

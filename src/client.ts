@@ -18,6 +18,7 @@ import { type WaitOptions, Waiters } from "./wait.js";
 import { checkId, checkKeys, checkText, integerIn } from "./validate.js";
 import { Worker, type WorkerOptions } from "./worker/worker.js";
 import type { Handlers } from "./worker/handlers.js";
+import { Limits } from "./limits.js";
 import { Schedules } from "./schedules/schedules.js";
 import { type PurgeOptions, type PurgeResult, Purger, type PurgerOptions, purgeJobs } from "./maintenance/purger.js";
 import { Rescuer, type RescuerOptions } from "./maintenance/rescuer.js";
@@ -121,6 +122,8 @@ export class Errand<Jobs extends JobMap<Jobs> = UntypedJobs> {
   readonly #services = new Set<Service>();
   /** Recurring jobs: declare, list, pause, resume, remove, and the scheduler service. */
   readonly schedules: Schedules<Jobs>;
+  /** Concurrency and rate limits by concurrency key, shared by every worker (see the README's "Concurrency and rate limits"). */
+  readonly limits: Limits;
 
   private constructor(driver: Driver, schema: string, settings: Settings) {
     const { kinds, maxPayloadBytes, schemas } = settings;
@@ -132,6 +135,7 @@ export class Errand<Jobs extends JobMap<Jobs> = UntypedJobs> {
     this.#queries = queriesFor(schema);
     this.#waiters = new Waiters(driver, waitChannelFor(schema), (id) => this.getJob(id));
     // Slots are enqueued as untyped specs: their kind and payload were checked when declared.
+    this.limits = new Limits(driver, schema);
     this.schedules = new Schedules<Jobs>(driver, schema, (specs, options) => traceEnqueue(specs, () => enqueueJobs(this.#enqueue, specs, options)), undefined, undefined, schemas);
   }
 

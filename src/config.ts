@@ -34,7 +34,7 @@ export interface ErrandConfig {
 }
 
 const configKeys = ["kinds", "schedules", "worker"];
-const kindKeys = ["maxAttempts", "retry", "leaseMs", "priority", "queue", "handler"];
+const kindKeys = ["maxAttempts", "retry", "leaseMs", "priority", "queue", "concurrencyKey", "handler"];
 const workerKeys = ["concurrency", "queues", "prefetch", "leaseMs", "pollIntervalMs", "shutdownTimeoutMs", "heartbeatIntervalMs", "rescueIntervalMs"];
 
 /**

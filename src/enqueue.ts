@@ -9,6 +9,7 @@ import type { Driver, Queryable, Statement } from "./driver/types.js";
 import { ErrandError, ValidationError } from "./errors.js";
 import { type ByKind, type Kind, type PayloadField, type StandardSchemaV1, type UntypedJobs, validatePayloads } from "./jobs.js";
 import type { ResolvedKind } from "./options.js";
+import { checkConcurrencyKey } from "./limits.js";
 import { serialisePayload } from "./payload.js";
 import { type RetryPolicy, resolveRetryPolicy } from "./retry-policy.js";
 import { checkQueueName } from "./queues.js";
@@ -27,6 +28,11 @@ export interface EnqueueOptions {
   readonly priority?: number;
   /** While the job holds this key (see `dedupe`), an enqueue with the same key is a no-op that returns this job's id. At most 1,000 bytes. */
   readonly dedupeKey?: string;
+  /**
+   * The job's concurrency key, e.g. `"tenant:42"`: the limits set on it (`errand.limits.set`)
+   * apply, and jobs are taken round-robin across keys. Default: the kind's, else none.
+   */
+  readonly concurrencyKey?: string;
   /** How long the job holds its `dedupeKey`: see {@link DedupeMode}. Default `"retained"` (until the job is pruned). */
   readonly dedupe?: DedupeMode;
   /** Backoff for this job only. */
@@ -84,7 +90,7 @@ export interface EnqueueTarget {
   readonly schemas: ReadonlyMap<string, StandardSchemaV1>;
 }
 
-const specKeys = ["kind", "payload", "runAt", "delay", "maxAttempts", "priority", "dedupeKey", "dedupe", "retry", "timeoutMs", "queue"];
+const specKeys = ["kind", "payload", "runAt", "delay", "maxAttempts", "priority", "dedupeKey", "dedupe", "retry", "timeoutMs", "queue", "concurrencyKey"];
 
 /**
  * Enqueues `specs` in one statement (one round trip), on `db` when given (the caller's
@@ -144,7 +150,7 @@ export interface EncodedJobs {
    * A JSON array with one object per job, keyed by column: `kind`, `payload`, `run_at`
    * (ISO text; absent = now), `delay_ms` (absent = 0), `max_attempts`, `priority`,
    * `dedupe_key`, `retry`, `timeout_ms`, `dedupe_mode` and `dedupe_ttl_ms` (absent = none;
-   * see src/dedupe.ts) and `queue` (absent = default). `jobInput` in src/sql/jobs.ts reads them.
+   * see src/dedupe.ts) `queue` (absent = default) and `concurrency_key` (absent = none). `jobInput` in src/sql/jobs.ts reads them.
    */
   readonly json: string;
   /** Each job's dedupe key, or null, in input order. */
@@ -184,6 +190,8 @@ export function encodeJobs(specs: readonly JobSpec[], kinds: ReadonlyMap<string,
     entry += encodeDedupe(spec.dedupe, `${field}dedupe`, dedupeKey !== null);
     if (spec.retry !== undefined) entry += `,"retry":${JSON.stringify(resolveRetryPolicy(spec.retry, `${field}retry`, kind?.retry ?? defaultRetryPolicy))}`;
     if (spec.timeoutMs !== undefined) entry += `,"timeout_ms":${timeoutMs(spec.timeoutMs, `${field}timeoutMs`)}`;
+    const concurrencyKey = spec.concurrencyKey === undefined ? kind?.concurrencyKey : checkConcurrencyKey(spec.concurrencyKey, `${field}concurrencyKey`);
+    if (concurrencyKey !== undefined) entry += `,"concurrency_key":${JSON.stringify(concurrencyKey)}`;
     // Left out for the default queue (the column's default), as most jobs are.
     const queue = spec.queue === undefined ? kind?.queue : checkQueueName(spec.queue, `${field}queue`);
     if (queue !== undefined && queue !== defaultQueue) entry += `,"queue":${JSON.stringify(queue)}`;

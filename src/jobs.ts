@@ -198,7 +198,7 @@ type CheckedDefinitions<Definitions> = {
     : { readonly payload: "this kind's payload type is not JSON (a Date, a function, a bigint or a required undefined in it)" };
 };
 
-const settingKeys = ["payload", "maxAttempts", "retry", "leaseMs", "priority", "queue"];
+const settingKeys = ["payload", "maxAttempts", "retry", "leaseMs", "priority", "queue", "concurrencyKey"];
 
 /**
  * Declares an application's job kinds once: each kind's payload type and settings. Pass

@@ -1,6 +1,7 @@
 import { defaultMaxAttempts, defaultPriority, defaultQueue } from "./defaults.js";
 import { checkQueueName } from "./queues.js";
 import { type RetryPolicy, resolveRetryPolicy } from "./retry-policy.js";
+import { checkConcurrencyKey } from "./limits.js";
 import { checkKeys, checkMaxAttempts, integer, positiveMs, timeoutMs } from "./validate.js";
 
 
@@ -20,6 +21,11 @@ export interface KindOptions {
    * usual). Not the lease, which heartbeats extend while the handler runs. Default 30 minutes.
    */
   readonly timeoutMs?: number;
+  /**
+   * The concurrency key of this kind's jobs unless an enqueue gives its own: with a limit
+   * on that key (`errand.limits.set`), a limit for the whole kind. Default: none.
+   */
+  readonly concurrencyKey?: string;
   /** The queue this kind's jobs go to, unless an enqueue names another. Default `default`. */
   readonly queue?: string;
 }
@@ -33,6 +39,7 @@ export interface ResolvedKind {
   /** Undefined: the worker's default applies. */
   readonly timeoutMs: number | undefined;
   readonly queue: string;
+  readonly concurrencyKey?: string | undefined;
 }
 
 /** Validates every kind's options once, at construction; errors name `<parent>.<kind>.<option>`. */
@@ -40,7 +47,7 @@ export function resolveKinds(kinds: Readonly<Record<string, KindOptions>> | unde
   const resolved = new Map<string, ResolvedKind>();
   for (const [kind, options] of Object.entries(kinds ?? {})) {
     const field = `${parent}.${kind}`;
-    checkKeys(options, field, ["maxAttempts", "retry", "leaseMs", "priority", "timeoutMs", "queue"]);
+    checkKeys(options, field, ["maxAttempts", "retry", "leaseMs", "priority", "timeoutMs", "queue", "concurrencyKey"]);
     resolved.set(kind, {
       maxAttempts: options.maxAttempts === undefined ? defaultMaxAttempts : checkMaxAttempts(options.maxAttempts, `${field}.maxAttempts`),
       retry: resolveRetryPolicy(options.retry, `${field}.retry`),
@@ -48,6 +55,7 @@ export function resolveKinds(kinds: Readonly<Record<string, KindOptions>> | unde
       priority: options.priority === undefined ? defaultPriority : integer(options.priority, `${field}.priority`),
       timeoutMs: options.timeoutMs === undefined ? undefined : timeoutMs(options.timeoutMs, `${field}.timeoutMs`),
       queue: options.queue === undefined ? defaultQueue : checkQueueName(options.queue, `${field}.queue`),
+      concurrencyKey: options.concurrencyKey === undefined ? undefined : checkConcurrencyKey(options.concurrencyKey, `${field}.concurrencyKey`),
     });
   }
   return resolved;

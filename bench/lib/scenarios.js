@@ -9,12 +9,22 @@ async function adapterFor(system, ns) {
 }
 
 /** Fills the queue with `count` no-op jobs through the system's own bulk API (not timed). */
-async function seed(adapter, count) {
+async function seed(adapter, count, keys) {
   for (let done = 0; done < count; done += 1000) {
     const batch = [];
     for (let i = done; i < Math.min(count, done + 1000); i++) batch.push({ i });
-    await adapter.enqueueMany(batch);
+    await adapter.enqueueMany(batch, keys);
   }
+}
+
+/** Stores errand limits (key → { concurrency, rate_count, rate_period_ms }) in namespace `ns`. */
+function errandLimits(limits) {
+  return (ns) => withPg(async (c) => {
+    for (const [key, l] of Object.entries(limits)) {
+      await c.query(`INSERT INTO "${ns}".limits (key, concurrency, rate_count, rate_period_ms) VALUES ($1, $2, $3, $4)`,
+        [key, l.concurrency ?? null, l.rate_count ?? null, l.rate_period_ms ?? null]);
+    }
+  });
 }
 
 async function enqueue(role, system, ns, count, batch) {
@@ -43,15 +53,15 @@ async function verify(adapter, handled, seeded, label) {
 
 /**
  * Fills a queue with `count` jobs, runs `workers` worker processes on it and returns the
- * rate. `before(ns)` runs between setup and filling; `reuse`: the namespace exists (no
+ * rate. `keys`: spread the jobs over that many concurrency keys (errand). `before(ns)` runs between setup and filling; `reuse`: the namespace exists (no
  * setup); `keep`: it is not dropped afterwards.
  */
-export async function processJobs(system, ns, { count, capMs, mode, workers = 1, before, reuse = false, keep = false }) {
+export async function processJobs(system, ns, { count, capMs, mode, workers = 1, before, reuse = false, keep = false, keys }) {
   if (system === "pgbench") return pgbenchJobs(ns, { count, clients: mode === "best" ? 4 : 1 });
   const adapter = await adapterFor(system, ns);
   if (!reuse) await adapter.setup();
   if (before) await before(ns);
-  await seed(adapter, count);
+  await seed(adapter, count, keys);
   await adapter.close();
   const tasks = Array.from({ length: workers }, () => ({ role: "worker", system, ns, mode }));
   const { results, reached } = await runWorkers(tasks, count, capMs);
@@ -177,6 +187,13 @@ export function scenarios(cfg) {
       measure: (s, ns) => latency(s, ns, { seconds: cfg.latencySeconds, rate: cfg.latencyRate }) },
     { id: "two_workers", title: "2 worker processes, best settings", unit: "jobs/s", higher: true, systems: peers,
       measure: (s, ns) => processJobs(s, ns, { count: cfg.processBest, capMs: cfg.capMs, mode: "best", workers: 2 }) },
+    // Limits (errand: concurrency keys; the cost beside process_default, same count and settings).
+    { id: "keyed_limit", group: "limits", title: "per-key concurrency limit: 50 keys, at most 2 running each (defaults)", unit: "jobs/s", higher: true, systems: ["errand"],
+      measure: (s, ns) => processJobs(s, ns, { count: cfg.processDefault, capMs: cfg.capMs, mode: "default", keys: 50, before: errandLimits({ "k*": { concurrency: 2 } }) }) },
+    { id: "keyed_fair", group: "limits", title: "keys without limits: 50 keys round-robin (defaults)", unit: "jobs/s", higher: true, systems: ["errand"],
+      measure: (s, ns) => processJobs(s, ns, { count: cfg.processDefault, capMs: cfg.capMs, mode: "default", keys: 50 }) },
+    { id: "rate_limit", group: "limits", title: "rate limit 1,000/s on one key (defaults): the rate reached", unit: "jobs/s", higher: true, systems: ["errand"],
+      measure: (s, ns) => processJobs(s, ns, { count: Math.min(cfg.processDefault, 5_000), capMs: cfg.capMs, mode: "default", keys: 1, before: errandLimits({ k0: { rate_count: 1000, rate_period_ms: 1000 } }) }) },
     // errand only. In each run: an empty table; then a table with the history, never
     // vacuumed or analysed; then the same table after VACUUM ANALYZE.
     { id: "history_empty", group: "history", title: "history: process, empty table (defaults)", unit: "jobs/s", higher: true, systems: ["errand"],

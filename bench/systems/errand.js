@@ -35,8 +35,9 @@ export function create(ns) {
     async enqueueOne(payload) {
       await (await open(false)).enqueue("bench", payload);
     },
-    async enqueueMany(payloads) {
-      await (await open(false)).enqueueMany(payloads.map((payload) => ({ kind: "bench", payload })));
+    /** `keys`: spread the jobs over that many concurrency keys (k0, k1, …), for the limits scenarios. */
+    async enqueueMany(payloads, keys) {
+      await (await open(false)).enqueueMany(payloads.map((payload) => (keys ? { kind: "bench", payload, concurrencyKey: `k${payload.i % keys}` } : { kind: "bench", payload })));
     },
     async startWorker(mode, onJobs) {
       const client = await open(false);

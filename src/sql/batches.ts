@@ -36,8 +36,8 @@ function build(s: string): BatchQueries {
         SELECT n, n, $2::text::jsonb FROM (SELECT jsonb_array_length($1::jsonb) AS n) c
         RETURNING id
       ), inserted AS (
-        INSERT INTO ${s}.jobs (kind, payload, run_at, max_attempts, priority, retry, timeout_ms, queue, batch_id)
-        SELECT kind, payload, run_at, max_attempts, priority, retry, timeout_ms, queue, (SELECT id FROM batch)
+        INSERT INTO ${s}.jobs (kind, payload, run_at, max_attempts, priority, retry, timeout_ms, queue, concurrency_key, batch_id)
+        SELECT kind, payload, run_at, max_attempts, priority, retry, timeout_ms, queue, concurrency_key, (SELECT id FROM batch)
         FROM ${jobInput(false)} AS input
         RETURNING id
       )

@@ -40,16 +40,17 @@ const jobColumns = `j.id, j.kind, j.payload, j.status, j.priority, j.attempts, j
  * definition names and types each field once; absent fields are null (a JSON null
  * payload too, hence the coalesce). Columns: ord (input order), kind, payload, run_at
  * (the given time, else now() + delay_ms), max_attempts, priority, dedupe_key, retry, timeout_ms,
- * queue (absent = 'default') and, for enqueue (`dedupe`), dedupe_mode and dedupe_until
+ * queue (absent = 'default'), concurrency_key and, for enqueue (`dedupe`), dedupe_mode and dedupe_until
  * (now() + dedupe_ttl_ms; see src/dedupe.ts): enqueuePlain and batches, whose jobs carry no key, read neither.
  */
 export function jobInput(dedupe: boolean): string {
   return `(SELECT t.ord, t.kind, coalesce(t.payload, 'null') AS payload,
                coalesce(t.run_at, now() + coalesce(t.delay_ms, 0) * interval '1 millisecond') AS run_at,
-               t.max_attempts, t.priority, t.dedupe_key, t.retry, t.timeout_ms, coalesce(t.queue, 'default') AS queue${dedupe ? ",\n               t.dedupe_mode, now() + t.dedupe_ttl_ms * interval '1 millisecond' AS dedupe_until" : ""}
+               t.max_attempts, t.priority, t.dedupe_key, t.retry, t.timeout_ms, coalesce(t.queue, 'default') AS queue, t.concurrency_key${dedupe ? ",\n               t.dedupe_mode, now() + t.dedupe_ttl_ms * interval '1 millisecond' AS dedupe_until" : ""}
         FROM ROWS FROM (jsonb_to_recordset($1::jsonb) AS (kind text, payload jsonb, run_at timestamptz, delay_ms float8,
-                                                         max_attempts int, priority int, dedupe_key text, retry jsonb, timeout_ms int, queue text${dedupe ? ",\n                                                         dedupe_mode text, dedupe_ttl_ms float8" : ""}))
-             WITH ORDINALITY AS t(kind, payload, run_at, delay_ms, max_attempts, priority, dedupe_key, retry, timeout_ms, queue,${dedupe ? " dedupe_mode, dedupe_ttl_ms," : ""} ord))`;
+                                                         max_attempts int, priority int, dedupe_key text, retry jsonb, timeout_ms int, queue text,
+                                                         concurrency_key text${dedupe ? ", dedupe_mode text, dedupe_ttl_ms float8" : ""}))
+             WITH ORDINALITY AS t(kind, payload, run_at, delay_ms, max_attempts, priority, dedupe_key, retry, timeout_ms, queue, concurrency_key,${dedupe ? " dedupe_mode, dedupe_ttl_ms," : ""} ord))`;
 }
 
 /**
@@ -138,8 +139,8 @@ function build(s: string, channel: string, waitChannel: string): Queries {
         SELECT nextval((SELECT pg_get_serial_sequence('${jobs}', 'id')::regclass)) AS id, j.*
         FROM ${jobInput(true)} AS j
       ), plain AS (
-        INSERT INTO ${jobs} (id, kind, payload, run_at, max_attempts, priority, retry, timeout_ms, queue)
-        SELECT id, kind, payload, run_at, max_attempts, priority, retry, timeout_ms, queue
+        INSERT INTO ${jobs} (id, kind, payload, run_at, max_attempts, priority, retry, timeout_ms, queue, concurrency_key)
+        SELECT id, kind, payload, run_at, max_attempts, priority, retry, timeout_ms, queue, concurrency_key
         FROM input WHERE dedupe_key IS NULL ORDER BY ord
       ), keys AS MATERIALIZED (
         SELECT j.ctid, j.id, j.dedupe_key, ${holdsKey("j")} AS holds FROM ${jobs} j
@@ -154,20 +155,21 @@ function build(s: string, channel: string, waitChannel: string): Queries {
         WHERE dedupe_mode = 'replace' AND (SELECT count(*) FROM released) >= 0
         GROUP BY dedupe_key
       ), inserted AS (
-        INSERT INTO ${jobs} (id, kind, payload, run_at, max_attempts, priority, dedupe_key, retry, timeout_ms, dedupe_mode, dedupe_until, queue)
-        SELECT id, kind, payload, run_at, max_attempts, priority, dedupe_key, retry, timeout_ms, dedupe_mode, dedupe_until, queue
+        INSERT INTO ${jobs} (id, kind, payload, run_at, max_attempts, priority, dedupe_key, retry, timeout_ms, dedupe_mode, dedupe_until, queue, concurrency_key)
+        SELECT id, kind, payload, run_at, max_attempts, priority, dedupe_key, retry, timeout_ms, dedupe_mode, dedupe_until, queue, concurrency_key
         FROM input WHERE dedupe_key IS NOT NULL AND (SELECT count(*) FROM released) >= 0
           AND dedupe_key <> ALL(ARRAY(SELECT dedupe_key FROM replacing)) ORDER BY ord
         ON CONFLICT (dedupe_key) DO NOTHING
         RETURNING id, dedupe_key
       ), replaced AS (
-        INSERT INTO ${jobs} AS j (id, kind, payload, run_at, max_attempts, priority, dedupe_key, retry, timeout_ms, dedupe_mode, dedupe_until, queue)
-        SELECT r.id, i.kind, i.payload, i.run_at, i.max_attempts, i.priority, i.dedupe_key, i.retry, i.timeout_ms, i.dedupe_mode, i.dedupe_until, i.queue
+        INSERT INTO ${jobs} AS j (id, kind, payload, run_at, max_attempts, priority, dedupe_key, retry, timeout_ms, dedupe_mode, dedupe_until, queue, concurrency_key)
+        SELECT r.id, i.kind, i.payload, i.run_at, i.max_attempts, i.priority, i.dedupe_key, i.retry, i.timeout_ms, i.dedupe_mode, i.dedupe_until, i.queue, i.concurrency_key
         FROM replacing r JOIN input i ON i.ord = r.last ORDER BY r.id
         ON CONFLICT (dedupe_key) DO UPDATE
         SET kind = excluded.kind, payload = excluded.payload, run_at = excluded.run_at, max_attempts = excluded.max_attempts,
             priority = excluded.priority, retry = excluded.retry, timeout_ms = excluded.timeout_ms,
-            dedupe_mode = excluded.dedupe_mode, dedupe_until = excluded.dedupe_until, queue = excluded.queue
+            dedupe_mode = excluded.dedupe_mode, dedupe_until = excluded.dedupe_until, queue = excluded.queue,
+            concurrency_key = excluded.concurrency_key
         WHERE j.status = 'ready'
         RETURNING j.id, j.dedupe_key
       ), written AS (
@@ -190,8 +192,8 @@ function build(s: string, channel: string, waitChannel: string): Queries {
      */
     enqueuePlain: statement(`
       WITH inserted AS (
-        INSERT INTO ${jobs} (kind, payload, run_at, max_attempts, priority, retry, timeout_ms, queue)
-        SELECT kind, payload, run_at, max_attempts, priority, retry, timeout_ms, queue
+        INSERT INTO ${jobs} (kind, payload, run_at, max_attempts, priority, retry, timeout_ms, queue, concurrency_key)
+        SELECT kind, payload, run_at, max_attempts, priority, retry, timeout_ms, queue, concurrency_key
         FROM ${jobInput(false)} AS input
         RETURNING id
       )
@@ -203,7 +205,8 @@ function build(s: string, channel: string, waitChannel: string): Queries {
     /*
      * claim — takes up to $1 ready, due jobs of queue $6 whose kind is one of $7 (the
      * kinds this worker has handlers for and are not paused: it never takes a job it
-     * cannot run) in priority then run_at order, skipping rows
+     * cannot run) and without a concurrency key (keyed jobs go through claim_keyed,
+     * migration 016, which enforces their limits) in priority then run_at order, skipping rows
      * other workers hold, and leases them to worker $2 for $4 ms (or the kind's lease in
      * $3, a JSON object kind → ms). The first $5 of them (the worker's free handler slots)
      * start now: attempts + 1, started_at = now(). The others are reserved for the
@@ -220,7 +223,7 @@ function build(s: string, channel: string, waitChannel: string): Queries {
     claim: statement(`
       WITH next AS (
         SELECT ctid FROM ${jobs}
-        WHERE status = 'ready' AND queue = $6::text AND run_at <= now() AND kind = ANY($7::text[])
+        WHERE status = 'ready' AND queue = $6::text AND concurrency_key IS NULL AND run_at <= now() AND kind = ANY($7::text[])
         ORDER BY priority DESC, run_at, id
         LIMIT $1
         FOR UPDATE SKIP LOCKED

@@ -47,8 +47,8 @@ function build(s: string, channel: string): QueueQueries {
 
     /*
      * queueDepths — per queue: ready (due now), scheduled (due later), running, and
-     * whether it is paused. Reads the ready index and the lease index (jobs_ready_queue,
-     * jobs_leased), so it costs what the backlog does, never the history; a paused queue
+     * whether it is paused. Reads the ready index and the lease index (jobs_ready_plain and
+     * jobs_ready_keyed, one branch each; jobs_leased), so it costs what the backlog does, never the history; a paused queue
      * with no jobs is listed too. No params. rows: queue, ready, scheduled, running (bigint
      * strings), paused
      */
@@ -57,7 +57,9 @@ function build(s: string, channel: string): QueueQueries {
              EXISTS (SELECT 1 FROM ${s}.pauses p WHERE p.scope = 'queue' AND p.name = x.queue) AS paused
       FROM (
         SELECT queue, count(*) FILTER (WHERE run_at <= now()) AS ready, count(*) FILTER (WHERE run_at > now()) AS scheduled, 0 AS running
-        FROM ${jobs} WHERE status = 'ready' GROUP BY queue
+        FROM (SELECT queue, run_at FROM ${jobs} WHERE status = 'ready' AND concurrency_key IS NULL
+              UNION ALL SELECT queue, run_at FROM ${jobs} WHERE status = 'ready' AND concurrency_key IS NOT NULL) r
+        GROUP BY queue
         UNION ALL
         SELECT queue, 0, 0, count(*) FROM ${jobs} WHERE status = 'running' AND locked_until IS NOT NULL GROUP BY queue
         UNION ALL

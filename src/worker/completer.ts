@@ -50,6 +50,7 @@ export class Completer {
   /** Reserved jobs whose handlers started (when, on the clock) and whose outcome is not known yet. */
   readonly #starts = new Map<ClaimedJob, number>();
   #flushing: Promise<void> | undefined;
+  readonly #writtenListeners: ((items: readonly { readonly job: ClaimedJob }[]) => void)[] = [];
   #timer: NodeJS.Timeout | undefined;
   #failures = 0;
   /**
@@ -105,6 +106,11 @@ export class Completer {
     this.#starts.delete(job);
   }
 
+  /** Calls `listener` with the jobs of each batch of outcomes once it is written (keyed-claim.ts: their keys have room). */
+  onWritten(listener: (items: readonly { readonly job: ClaimedJob }[]) => void): void {
+    this.#writtenListeners.push(listener);
+  }
+
   /** Queues an outcome; it is written within a few milliseconds. */
   add(job: ClaimedJob, outcome: Exclude<Written, { type: "started" }>): void {
     this.#starts.delete(job);
@@ -129,6 +135,7 @@ export class Completer {
     this.#flushing = this.#write(batch, starts).then((unwritten) => {
       if (unwritten.items.length === 0) {
         this.#failures = 0;
+        for (const listener of this.#writtenListeners) listener(batch);
         return;
       }
       this.#pending = unwritten.items.concat(this.#pending);

@@ -7,6 +7,7 @@ import { type ClaimRow, decodeClaimRow } from "./claim.js";
 import type { Completer } from "./completer.js";
 import type { ClaimedJob } from "./executor.js";
 import type { Handlers } from "./handlers.js";
+import type { KeyedClaim } from "./keyed-claim.js";
 import type { LocalLeases } from "./leases.js";
 import { Prefetch } from "./prefetch.js";
 import type { QueueGate } from "./pauses.js";
@@ -51,6 +52,8 @@ export interface ProducerParts {
   readonly leases: LocalLeases;
   readonly clock: Clock;
   readonly emit: (event: WorkerEvent) => void;
+  /** Claims of jobs with a concurrency key (their limits and round-robin: keyed-claim.ts). */
+  readonly keyed: KeyedClaim;
 }
 
 /**
@@ -73,6 +76,7 @@ export class Producer {
   readonly #local: LocalLeases;
   readonly #clock: Clock;
   readonly #emit: (event: WorkerEvent) => void;
+  readonly #keyed: KeyedClaim;
   readonly #wake = new Wake();
   readonly #buffer: Buffered[] = [];
   /** Buffered jobs the claim only reserved: their start is recorded when their handler starts. */
@@ -101,6 +105,10 @@ export class Producer {
     this.#local = parts.leases;
     this.#clock = parts.clock;
     this.#emit = parts.emit;
+    this.#keyed = parts.keyed;
+    parts.completer.onWritten((items) => {
+      if (this.#keyed.written(items)) this.#wake.wake();
+    });
     this.#running = new RunningJobs({ ...parts, onFinished: (job) => this.#finished(job) });
   }
 
@@ -127,12 +135,14 @@ export class Producer {
   nudge(): void {
     this.#nudges++;
     this.#queueMayHaveJobs = true;
+    this.#keyed.wake();
     this.#wake.wake();
   }
 
   /** Claims one batch (up to `concurrency` jobs, all started) and runs it; returns how many ran. */
   async runOnce(): Promise<number> {
-    const jobs = await this.#claim(this.#concurrency, this.#concurrency);
+    const keyed = await this.#claimKeyed(this.#concurrency);
+    const jobs = keyed.concat(await this.#claim(this.#concurrency - keyed.length, this.#concurrency - keyed.length));
     await Promise.all(jobs.map((job) => this.#run(job)));
     return jobs.length;
   }
@@ -251,14 +261,21 @@ export class Producer {
       const refillAt = Math.max(1, Math.floor(capacity / 4));
       const free = capacity - this.#running.size - this.#buffer.length;
       const worthIt = free >= refillAt || (free > 0 && this.#buffer.length === 0);
-      if (this.#queueMayHaveJobs && worthIt && this.#gate.claimable.length > 0) {
+      const keyedDue = this.#keyed.due();
+      if ((this.#queueMayHaveJobs || keyedDue) && worthIt && this.#gate.claimable.length > 0) {
         try {
           // Only the jobs that get a handler slot at once spend their attempt now. A free
           // slot means an empty buffer (dispatch fills slots first), and no job enters the
           // buffer while this claim is out, so these slots are still free when it returns.
-          const startNow = Math.max(0, Math.min(free, this.#concurrency - this.#running.size - this.#buffer.length));
+          let startNow = Math.max(0, Math.min(free, this.#concurrency - this.#running.size - this.#buffer.length));
           const nudges = this.#nudges;
-          const jobs = await this.#claim(free, startNow);
+          // Keyed jobs (concurrency keys) first, for free slots only: see keyed-claim.ts.
+          const keyed = keyedDue ? await this.#claimKeyed(startNow) : [];
+          startNow -= keyed.length;
+          // While keyed jobs may be waiting, claim no plain jobs ahead: a full buffer would keep them from the slots.
+          const plainLimit = this.#keyed.due() ? startNow : free - keyed.length;
+          const plain = this.#queueMayHaveJobs && plainLimit > 0 ? await this.#claim(plainLimit, startNow) : [];
+          const jobs = keyed.length === 0 ? plain : keyed.concat(plain);
           this.#claimFailures = 0;
           const since = this.#clock.now();
           for (const job of jobs) this.#buffer.push({ job, since });
@@ -279,8 +296,14 @@ export class Producer {
           continue;
         }
       }
-      const woken = await this.#wake.wait(pollIntervalMs);
-      if (!woken) this.#queueMayHaveJobs = true;
+      // A rate limit says when its next job may start: sleep until then (a free slot or a notification wakes sooner).
+      const slotFree = this.#running.size + this.#buffer.length < this.#concurrency;
+      const keyedWait = slotFree ? this.#keyed.msUntilDue() : Infinity;
+      const woken = await this.#wake.wait(Math.max(1, Math.min(pollIntervalMs, keyedWait)));
+      if (!woken && keyedWait >= pollIntervalMs) {
+        this.#queueMayHaveJobs = true;
+        this.#keyed.wake();
+      }
     }
   }
 
@@ -305,6 +328,19 @@ export class Producer {
     }
     // Started jobs first: they are the ones with a slot waiting (see #claimLoop).
     const jobs = started.length === 0 ? reserved : started.concat(reserved);
+    this.#local.claimed(jobs, sentAt);
+    return jobs;
+  }
+
+  /** Claims up to `slots` keyed jobs, all started now (see keyed-claim.ts). */
+  async #claimKeyed(slots: number): Promise<ClaimedJob[]> {
+    const sentAt = this.#clock.now();
+    const { leasesByKind, leaseMs } = this.#settings;
+    const claimed = await this.#keyed.claim(slots, this.#workerId, leasesByKind, leaseMs, this.#policyFor, this.#queue, this.#gate.claimable);
+    const jobs = claimed.map(({ job, error }) => {
+      if (error) this.#undecodable.set(job, error);
+      return job;
+    });
     this.#local.claimed(jobs, sentAt);
     return jobs;
   }

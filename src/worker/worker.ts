@@ -14,6 +14,7 @@ import { Heartbeat } from "./heartbeat.js";
 import { LocalLeases } from "./leases.js";
 import { WorkerPauses } from "./pauses.js";
 import { ProgressWriter } from "./progress.js";
+import { KeyedClaim } from "./keyed-claim.js";
 import { Producer, maxBufferWaitMs } from "./producer.js";
 import { type WorkerEvent, type WorkerOptions, type WorkerSettings, resolveWorkerOptions } from "./worker-options.js";
 
@@ -71,7 +72,7 @@ export class Worker {
     this.#pauses = new WorkerPauses(driver, schema, Object.keys(options.handlers));
     const producers = [...settings.queues].map(
       ([queue, concurrency]) =>
-        new Producer({ ...common, queue, concurrency, gate: this.#pauses.gate(queue), handlers: options.handlers, policyFor, timeoutFor, completer: this.#completer, progress: this.#progress }),
+        new Producer({ ...common, queue, concurrency, gate: this.#pauses.gate(queue), handlers: options.handlers, policyFor, timeoutFor, completer: this.#completer, progress: this.#progress, keyed: new KeyedClaim(driver, schema, clock) }),
     );
     this.#producers = producers;
     const completer = this.#completer;

@@ -1,0 +1,168 @@
+import type { Migration } from "./migration.js";
+
+/** 016: concurrency keys, their limits (concurrency, rate) and the keyed claim that enforces them fairly. */
+export const migration: Migration = {
+  version: 16,
+  name: "limits",
+  sql: `-- A job's concurrency key ('tenant:42'): its limits, and its turn in the round-robin.
+-- Nullable without a default: adding it rewrites nothing and takes the table's lock only
+-- for a moment. NULL (almost every job) = no key: the plain claim takes it.
+ALTER TABLE {{schema}}.jobs ADD COLUMN concurrency_key text
+  CONSTRAINT jobs_concurrency_key_named CHECK (concurrency_key <> '');
+
+-- The plain claim's index holds only unkeyed ready rows, so a backlog of keyed jobs (held
+-- back by their limits) is never scanned by it. Building it reads the table once under a
+-- lock that holds up enqueues and claims (a second or two per million rows). With a large
+-- backlog, create it beforehand without blocking the queue, and this step finds it:
+--   CREATE INDEX CONCURRENTLY jobs_ready_plain ON <schema>.jobs (queue, priority DESC, run_at, id) WHERE status = 'ready' AND concurrency_key IS NULL;
+CREATE INDEX IF NOT EXISTS jobs_ready_plain ON {{schema}}.jobs (queue, priority DESC, run_at, id)
+  WHERE status = 'ready' AND concurrency_key IS NULL;
+DROP INDEX {{schema}}.jobs_ready_queue;
+
+-- The keyed claim: ready keys in order (a loose index scan finds the next key), and each
+-- key's ready jobs in claim order. Empty unless keys are used.
+CREATE INDEX jobs_ready_keyed ON {{schema}}.jobs (queue, concurrency_key, priority DESC, run_at, id)
+  WHERE status = 'ready' AND concurrency_key IS NOT NULL;
+-- A key's running jobs (its concurrency) and its recent starts (its rate): counted from
+-- the jobs themselves, so a crash leaves no counter to repair (the rescuer puts an expired
+-- lease back to ready, and it stops counting).
+-- (started_at IS NOT NULL: a ready job that never started is not in it, so the reads of ready
+-- rows, which do not imply it, cannot pick this index over jobs_ready_keyed.)
+CREATE INDEX jobs_keyed_started ON {{schema}}.jobs (concurrency_key, started_at)
+  WHERE concurrency_key IS NOT NULL AND started_at IS NOT NULL;
+CREATE INDEX jobs_keyed_running ON {{schema}}.jobs (concurrency_key)
+  WHERE status = 'running' AND concurrency_key IS NOT NULL;
+
+-- Limits by key: an exact key ('tenant:42'), or a prefix ending in '*' ('tenant:*') whose
+-- numbers apply to each matching key on its own. The exact key wins, then the longest prefix.
+-- concurrency: at most this many of the key's jobs running at once. rate_count per
+-- rate_period_ms: at most this many starts in any window of that length.
+CREATE TABLE {{schema}}.limits (
+  key            text        PRIMARY KEY CHECK (key <> ''),
+  concurrency    int         CHECK (concurrency >= 1),
+  rate_count     int         CHECK (rate_count >= 1),
+  rate_period_ms int         CHECK (rate_period_ms >= 1),
+  updated_at     timestamptz NOT NULL DEFAULT now(),
+  CHECK ((rate_count IS NULL) = (rate_period_ms IS NULL))
+);
+
+-- claim_keyed: up to p_slots keyed jobs, all started now (no reserved rows: a job held in a
+-- worker's buffer would hold its key's slot without running), for worker p_worker with the
+-- lease p_lease_ms (or its kind's in p_leases). Keys are visited round-robin in key order,
+-- starting after p_after (the last key this worker visited), one job per key in the first pass
+-- and an even share of what is left in the next ones, until
+-- the slots are filled or a whole pass took nothing (or 1,000 visits). A key another claim is
+-- visiting (its transaction-level advisory lock is held) is skipped; under the lock, its
+-- running jobs and its starts in the last rate period are counted from the jobs table.
+-- Rows: the claimed jobs (the plain claim's columns), then one row with id NULL whose
+-- concurrency_key is the last key visited and wait_ms the time until a rate limit next lets
+-- a held-back job start (NULL: none is waiting on a rate).
+-- Only jobs of queue p_queue whose kind is one of p_kinds (the worker's handled, unpaused
+-- kinds), as in the plain claim; a key's running jobs and starts count in every queue.
+CREATE FUNCTION {{schema}}.claim_keyed(p_slots int, p_worker text, p_leases jsonb, p_lease_ms float8, p_after text, p_queue text, p_kinds text[])
+RETURNS TABLE (id bigint, kind text, payload jsonb, attempts int, started boolean, max_attempts int, retry text,
+               timeout_ms int, run_at_ms float8, created_at_ms float8, checkpoint text, concurrency_key text, wait_ms float8)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+  k text;
+  last_key text := p_after;
+  pass_first text;
+  wrapped boolean;
+  lim record;
+  room int;
+  n int;
+  taken int := 0;
+  took_in_pass int := 0;
+  keys_took int := 0;
+  quantum int := 1;
+  visits int := 0;
+  t timestamptz;
+  oldest timestamptz;
+  wait float8;
+BEGIN
+  WHILE taken < p_slots AND visits < 1000 LOOP
+    -- (Two statements, not \`last_key IS NULL OR …\`: with the OR, the plan could not start
+    -- the index scan at last_key and read the index from its beginning.)
+    IF last_key IS NULL THEN
+      k := NULL;
+    ELSE
+      k := (SELECT min(r.concurrency_key) FROM {{schema}}.jobs r
+            WHERE r.status = 'ready' AND r.queue = p_queue AND r.concurrency_key IS NOT NULL AND r.concurrency_key > last_key
+              AND r.kind = ANY(p_kinds));
+    END IF;
+    wrapped := k IS NULL;
+    IF wrapped THEN
+      k := (SELECT min(r.concurrency_key) FROM {{schema}}.jobs r
+            WHERE r.status = 'ready' AND r.queue = p_queue AND r.concurrency_key IS NOT NULL AND r.kind = ANY(p_kinds));
+      EXIT WHEN k IS NULL;
+    END IF;
+    -- A pass ends where the circle of keys comes back to where it began (that key may be
+    -- gone: its last job was taken).
+    IF pass_first IS NULL THEN
+      pass_first := k;
+    ELSIF (wrapped AND (last_key < pass_first OR k >= pass_first)) OR (NOT wrapped AND last_key < pass_first AND k >= pass_first) THEN
+      EXIT WHEN took_in_pass = 0;
+      -- The next pass shares what is left evenly among the keys that took in this one (with
+      -- one key, the second pass takes the rest at once).
+      quantum := greatest(1, ceil((p_slots - taken)::float8 / keys_took)::int);
+      took_in_pass := 0;
+      keys_took := 0;
+      pass_first := k;
+    END IF;
+    last_key := k;
+    visits := visits + 1;
+    CONTINUE WHEN NOT pg_try_advisory_xact_lock(hashtext('errand.key:{{schema}}'), hashtext(k));
+    -- After the lock: claims of this key are serialised, so its times only go forward.
+    t := clock_timestamp();
+    SELECT l.concurrency, l.rate_count, l.rate_period_ms INTO lim FROM {{schema}}.limits l
+     WHERE l.key = k OR (right(l.key, 1) = '*' AND left(k, length(l.key) - 1) = left(l.key, -1))
+     ORDER BY l.key = k DESC, length(l.key) DESC LIMIT 1;
+    room := least(quantum, p_slots - taken);
+    IF lim.concurrency IS NOT NULL THEN
+      room := least(room, lim.concurrency - (SELECT count(*) FROM {{schema}}.jobs r WHERE r.concurrency_key = k AND r.status = 'running'));
+    END IF;
+    IF room > 0 AND lim.rate_count IS NOT NULL THEN
+      n := (SELECT count(*) FROM {{schema}}.jobs r
+            WHERE r.concurrency_key = k AND r.started_at > t - lim.rate_period_ms * interval '1 millisecond');
+      room := least(room, lim.rate_count - n);
+      IF room <= 0 THEN
+        room := 0;
+        -- The start whose leaving the window frees a place: then one more may start.
+        oldest := (SELECT r.started_at FROM {{schema}}.jobs r
+                   WHERE r.concurrency_key = k AND r.started_at > t - lim.rate_period_ms * interval '1 millisecond'
+                   ORDER BY r.started_at OFFSET n - lim.rate_count LIMIT 1);
+        IF EXISTS (SELECT 1 FROM {{schema}}.jobs r
+                   WHERE r.status = 'ready' AND r.queue = p_queue AND r.concurrency_key = k AND r.run_at <= t AND r.kind = ANY(p_kinds)) THEN
+          wait := least(wait, greatest(1, extract(epoch FROM oldest - t) * 1000 + lim.rate_period_ms));
+        END IF;
+      END IF;
+    END IF;
+    CONTINUE WHEN room <= 0;
+    RETURN QUERY
+      WITH next AS (
+        SELECT r.ctid FROM {{schema}}.jobs r
+        WHERE r.status = 'ready' AND r.queue = p_queue AND r.concurrency_key = k AND r.run_at <= t AND r.kind = ANY(p_kinds)
+        ORDER BY r.priority DESC, r.run_at, r.id
+        LIMIT room
+        FOR UPDATE SKIP LOCKED
+      )
+      UPDATE {{schema}}.jobs j
+      SET status = 'running', attempts = j.attempts + 1, locked_by = p_worker,
+          locked_until = t + coalesce((p_leases ->> j.kind)::float8, p_lease_ms) * interval '1 millisecond',
+          started_at = t
+      WHERE j.ctid = ANY(ARRAY(SELECT ctid FROM next))
+      RETURNING j.id, j.kind, j.payload, j.attempts, true, j.max_attempts, j.retry::text, j.timeout_ms,
+                (extract(epoch FROM j.run_at) * 1000)::float8, (extract(epoch FROM j.created_at) * 1000)::float8,
+                j.checkpoint::text, j.concurrency_key, NULL::float8;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    taken := taken + n;
+    took_in_pass := took_in_pass + n;
+    keys_took := keys_took + (n > 0)::int;
+  END LOOP;
+  RETURN QUERY SELECT NULL::bigint, NULL::text, NULL::jsonb, NULL::int, NULL::boolean, NULL::int, NULL::text, NULL::int,
+                      NULL::float8, NULL::float8, NULL::text, last_key, wait;
+END;
+$$;
+`,
+};

@@ -1,0 +1,47 @@
+import type { Statement } from "../driver/types.js";
+import { memoisePerSchema, qualified, statement } from "./statement.js";
+
+/** The statements of concurrency keys and their limits (see migration 016). */
+export interface LimitQueries {
+  readonly claimKeyed: Statement;
+  readonly set: Statement;
+  readonly remove: Statement;
+  readonly list: Statement;
+}
+
+/** The statements for `schema` (memoised). */
+export const limitQueriesFor = memoisePerSchema((schema): LimitQueries => build(qualified(schema)));
+
+/** Whether limit `l`'s key covers job `j`'s key: the same key, or a prefix ending in '*'. */
+const covers = "(j.concurrency_key = l.key OR (right(l.key, 1) = '*' AND left(j.concurrency_key, length(l.key) - 1) = left(l.key, -1)))";
+
+function build(s: string): LimitQueries {
+  return {
+    /*
+     * claimKeyed — up to $1 keyed jobs, all started now, for worker $2 with lease $4 ms (or
+     * the kind's in $3, JSON kind → ms), keys round-robin from after $5, of queue $6 and kinds $7 (see claim_keyed in
+     * migration 016). rows: the claim's columns (see ClaimRow), then one row with id NULL:
+     * concurrency_key (the last key visited), wait_ms (until a rate lets a job start; NULL: none waits)
+     */
+    claimKeyed: statement(`SELECT * FROM ${s}.claim_keyed($1::int, $2::text, $3::jsonb, $4::float8, $5::text, $6::text, $7::text[])`),
+
+    /* set — $1 key, $2 concurrency, $3 rate_count, $4 rate_period_ms (each NULL for none) */
+    set: statement(`
+      INSERT INTO ${s}.limits (key, concurrency, rate_count, rate_period_ms) VALUES ($1, $2, $3, $4)
+      ON CONFLICT (key) DO UPDATE SET concurrency = EXCLUDED.concurrency, rate_count = EXCLUDED.rate_count,
+        rate_period_ms = EXCLUDED.rate_period_ms, updated_at = now()`),
+
+    /* remove — $1 key; rows: key (none if it had no limits) */
+    remove: statement(`DELETE FROM ${s}.limits WHERE key = $1 RETURNING key`),
+
+    /*
+     * list — every limit with the running and ready jobs of the keys it covers (through the
+     * keyed indexes: only keyed jobs are read). rows: key, concurrency, rate_count, rate_period_ms, running, ready
+     */
+    list: statement(`
+      SELECT l.key, l.concurrency, l.rate_count, l.rate_period_ms,
+             (SELECT count(*) FROM ${s}.jobs j WHERE j.status = 'running' AND j.concurrency_key IS NOT NULL AND ${covers}) AS running,
+             (SELECT count(*) FROM ${s}.jobs j WHERE j.status = 'ready' AND j.concurrency_key IS NOT NULL AND ${covers}) AS ready
+      FROM ${s}.limits l ORDER BY l.key`),
+  };
+}
