@@ -28,6 +28,7 @@ interface WorkerFlags extends DatabaseFlags {
   readonly scheduler?: boolean;
   readonly pruner?: boolean;
   readonly metricsPort?: number;
+  readonly metricsHost: string;
   readonly maxEventLoopLag?: number;
 }
 
@@ -62,6 +63,7 @@ export function register(program: Command): void {
       .option("--no-scheduler", "do not enqueue due schedule slots from this process (default: run the scheduler; safe in every worker)")
       .option("--no-pruner", `do not delete done jobs older than ${defaults.defaultRetentionMs / 86_400_000} days from this process (default: purge hourly; safe in every worker)`)
       .option("--metrics-port <n>", "serve Prometheus /metrics on this port: queue gauges and this worker's job metrics; and /healthz, a liveness probe", intArg(0, 65_535))
+      .option("--metrics-host <address>", "address the metrics server binds; 0.0.0.0 for a scraper or probe on another host (/metrics has no authentication)", defaults.defaultMetricsHost)
       .option("--max-event-loop-lag <seconds>", "/healthz answers 503 when the event loop was blocked longer than this in the last 10 s (default 1)", secondsArg(false)),
     { embeddedByDefault: false },
   ).action(async (flags: WorkerFlags) => {
@@ -135,8 +137,8 @@ export function register(program: Command): void {
       logLine({ level: "info", event: "schedules_declared", schedules: declared.map((schedule) => schedule.name) });
     }
     const health = flags.maxEventLoopLag === undefined ? undefined : { maxEventLoopLagMs: flags.maxEventLoopLag };
-    const metrics = flags.metricsPort === undefined ? undefined : await startMetricsServer({ port: flags.metricsPort, stats: () => errand.stats(), ...(health ? { health } : {}) });
-    if (metrics) logLine({ level: "info", event: "metrics_listening", port: metrics.port, path: "/metrics", health: "/healthz" });
+    const metrics = flags.metricsPort === undefined ? undefined : await startMetricsServer({ port: flags.metricsPort, host: flags.metricsHost, stats: () => errand.stats(), ...(health ? { health } : {}) });
+    if (metrics) logLine({ level: "info", event: "metrics_listening", host: flags.metricsHost, port: metrics.port, path: "/metrics", health: "/healthz" });
     const worker = errand.worker(options);
     const scheduler = flags.scheduler === false ? undefined : errand.schedules.scheduler({ onEvent: logSchedulerEvent });
     const purger =

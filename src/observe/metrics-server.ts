@@ -1,6 +1,7 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Registry, collectDefaultMetrics } from "prom-client";
+import { defaultMetricsHost } from "../defaults.js";
 import type { WorkerEvent } from "../worker/worker.js";
 import { Health, type HealthOptions, type HealthReport } from "./health.js";
 import { metricsFromEvents, registerQueueGauges } from "./metrics.js";
@@ -10,7 +11,7 @@ import type { QueueStats } from "./stats.js";
 export interface MetricsServerOptions {
   /** Port to listen on; 0 picks a free one. */
   readonly port: number;
-  /** Interface to bind. Default all (`0.0.0.0`). */
+  /** Interface to bind. Default `127.0.0.1` (/metrics has no authentication); `0.0.0.0` for a scraper or probe on another host. */
   readonly host?: string;
   /** Stats source for the queue gauges (usually `() => errand.stats()`); omit to serve only this process's metrics. */
   readonly stats?: () => Promise<QueueStats>;
@@ -73,7 +74,7 @@ export async function startMetricsServer(options: MetricsServerOptions): Promise
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(options.port, options.host ?? "0.0.0.0", () => resolve());
+    server.listen(options.port, options.host ?? defaultMetricsHost, () => resolve());
   });
   health.start();
   return {

@@ -13,6 +13,7 @@ describe("`errand worker --metrics-port`", () => {
     const [first] = await t.errand.enqueueMany([{ kind: "record", payload: { ms: 0 } }, { kind: "later", payload: {}, delay: 3_600_000 }]);
     const worker = t.worker("w", ["--metrics-port", "0"]);
     const listening = await worker.waitForLog((l) => l.event === "metrics_listening", 15_000, "the metrics server");
+    expect(listening.host).toBe("127.0.0.1"); // /metrics has no authentication: loopback unless --metrics-host says otherwise
     await t.started(first!.id, worker);
     const scrape = async () => (await fetch(`http://127.0.0.1:${String(listening.port)}/metrics`)).text();
     const text = await eventually(async () => {
