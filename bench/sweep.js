@@ -36,13 +36,18 @@ function grid(axes) {
   return Object.entries(axes).reduce((points, [key, values]) => points.flatMap((p) => values.map((v) => ({ ...p, [key]: v }))), [{}]);
 }
 
-/** The best point's neighbours: for each numeric knob, the midpoints towards the adjacent grid values. */
+/**
+ * The best point's neighbours: for each numeric knob, the midpoints towards the adjacent grid
+ * values, and twice the value when the best sits on the grid's top edge (the peer may do
+ * better still past it).
+ */
 function neighbours(best, axes) {
   const out = [];
   for (const [key, values] of Object.entries(axes)) {
     const sorted = values.filter((v) => typeof v === "number" && v > 0).sort((a, b) => a - b);
     const i = sorted.indexOf(best[key]);
     if (i < 0) continue;
+    if (i === sorted.length - 1 && sorted.length > 1) out.push({ ...best, [key]: best[key] * 2 });
     for (const other of [sorted[i - 1], sorted[i + 1]]) {
       if (other === undefined) continue;
       const mid = Math.round((best[key] + other) / 2);
