@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { ErrandError } from "../../src/index.js";
 import { checkOrderPerKey, testStream } from "../support/brokers.js";
-import { eventually, useTestErrand } from "../support/db.js";
+import { eventually, testErrand, useTestErrand } from "../support/db.js";
 import { natsUrl } from "../support/services.js";
 
 // PostgreSQL and a real NATS server with JetStream: the relay delivers the outbox in
@@ -97,4 +97,29 @@ it("an unreachable broker, a missing stream and a URL of no broker are clear err
   await expect(t.errand.relay({ to: natsUrl, stream: "NO_SUCH_STREAM_X" }).start()).rejects.toThrow(/JetStream stream 'NO_SUCH_STREAM_X' is not usable .*create it first/);
   expect(() => t.errand.relay({ to: "http://127.0.0.1:4222" })).toThrow(/^to: "http:\/\/127\.0\.0\.1:4222" is not a broker URL/);
   expect(() => t.errand.relay({ to: natsUrl, batchSize: 0 })).toThrow(/^batchSize: /);
+});
+
+it("a message over the broker's size limit (maxPayloadBytes raised past NATS's max_payload) stays in the outbox with the later ones of its key, with a clear error; other keys go on", async () => {
+  const big = await testErrand({ maxPayloadBytes: 4 * 1024 * 1024 });
+  try {
+    await big.errand.publishMany([
+      { topic: "x", key: "a", message: { key: "a", seq: 0, pad: "x".repeat(2 * 1024 * 1024) } },
+      { topic: "x", key: "b", message: { key: "b", seq: 0 } },
+      { topic: "x", key: "a", message: { key: "a", seq: 1 } },
+      { topic: "x", key: "b", message: { key: "b", seq: 1 } },
+    ]);
+    const relay = big.errand.relay({ to: natsUrl, stream: stream.name, subjectPrefix: stream.subjectPrefix });
+    await expect(relay.runOnce()).rejects.toThrow(/^2 of 4 message\(s\) kept in the outbox: .*(max_payload|MAX_PAYLOAD|payload)/i);
+    await relay.stop();
+    expect((await stream.read()).map((r) => r.body)).toEqual([
+      { key: "b", seq: 0 },
+      { key: "b", seq: 1 },
+    ]);
+    expect(await big.sql(`SELECT key, message->'seq' AS seq FROM ${big.schema}.outbox ORDER BY id`)).toEqual([
+      { key: "a", seq: 0 },
+      { key: "a", seq: 1 },
+    ]);
+  } finally {
+    await big.cleanup();
+  }
 });
