@@ -46,23 +46,24 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
   await new Promise<void>((resolve, reject) => server.once("error", reject).listen(0, "127.0.0.1", resolve));
   const address = server.address();
   if (address === null || typeof address === "string") throw new Error("the proxy has no TCP address");
+  const dropAll = () => {
+    cut = true;
+    for (const [client, upstream] of pairs) {
+      client.resetAndDestroy();
+      upstream.resetAndDestroy();
+    }
+    pairs.clear();
+  };
   return {
     port: address.port,
     accepted: () => accepted,
     open: () => pairs.size,
-    cut() {
-      cut = true;
-      for (const [client, upstream] of pairs) {
-        client.resetAndDestroy();
-        upstream.resetAndDestroy();
-      }
-      pairs.clear();
-    },
+    cut: dropAll,
     restore() {
       cut = false;
     },
     async close() {
-      this.cut();
+      dropAll();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
