@@ -3,6 +3,7 @@
 import { dropSchema, percentile, sleep, wallMs, withPg } from "./common.js";
 import { runWorkers, spawnChild } from "./children.js";
 import { runPgbench } from "./pgbench.js";
+import { relayThroughput } from "./relay.js";
 
 async function adapterFor(system, ns) {
   return (await import(`../systems/${system}.js`)).create(ns);
@@ -194,6 +195,15 @@ export function scenarios(cfg) {
       measure: (s, ns) => processJobs(s, ns, { count: cfg.processDefault, capMs: cfg.capMs, mode: "default", keys: 50 }) },
     { id: "rate_limit", group: "limits", title: "rate limit 1,000/s on one key (defaults): the rate reached", unit: "jobs/s", higher: true, systems: ["errand"],
       measure: (s, ns) => processJobs(s, ns, { count: Math.min(cfg.processDefault, 5_000), capMs: cfg.capMs, mode: "default", keys: 1, before: errandLimits({ k0: { rate_count: 1000, rate_period_ms: 1000 } }) }) },
+    // The outbox relay (errand only): as many messages as process_default has jobs, one relay, default batch size.
+    { id: "relay_nats", group: "relay", title: "outbox relay to JetStream, 100 keys", unit: "msg/s", higher: true, systems: ["errand"],
+      measure: (s, ns) => relayThroughput(ns, { broker: "nats", count: cfg.processDefault, keys: 100 }) },
+    { id: "relay_nats_keyless", group: "relay", title: "outbox relay to JetStream, no key", unit: "msg/s", higher: true, systems: ["errand"],
+      measure: (s, ns) => relayThroughput(ns, { broker: "nats", count: cfg.processDefault, keys: 0 }) },
+    { id: "relay_amqp", group: "relay", title: "outbox relay to RabbitMQ, 100 keys", unit: "msg/s", higher: true, systems: ["errand"],
+      measure: (s, ns) => relayThroughput(ns, { broker: "amqp", count: cfg.processDefault, keys: 100 }) },
+    { id: "relay_amqp_keyless", group: "relay", title: "outbox relay to RabbitMQ, no key", unit: "msg/s", higher: true, systems: ["errand"],
+      measure: (s, ns) => relayThroughput(ns, { broker: "amqp", count: cfg.processDefault, keys: 0 }) },
     // errand only. In each run: an empty table; then a table with the history, never
     // vacuumed or analysed; then the same table after VACUUM ANALYZE.
     { id: "history_empty", group: "history", title: "history: process, empty table (defaults)", unit: "jobs/s", higher: true, systems: ["errand"],

@@ -12,7 +12,7 @@
  */
 import { monotonicClock } from "../clock.js";
 import type { Driver } from "../driver/types.js";
-import { ErrandError } from "../errors.js";
+import { ErrandError, ValidationError } from "../errors.js";
 import type { Service } from "../maintenance/service.js";
 import { outboxChannelFor, outboxPartitions, outboxQueriesFor } from "../sql/outbox.js";
 import { checkKeys, integerIn, nonNegativeMs, positiveMs } from "../validate.js";
@@ -101,7 +101,7 @@ export class Relay implements Service<RelayResult> {
     for (const field of ["subjectPrefix", "stream", "exchange", "messageIdPrefix"] as const) {
       const value = options[field];
       if (value !== undefined && (typeof value !== "string" || /[\s*>\u0000]/.test(value))) {
-        throw new ErrandError("invalid_argument", `${field}: must be a string without spaces or wildcards`);
+        throw new ValidationError(field, "must be a string without spaces or wildcards");
       }
     }
   }
