@@ -29,8 +29,10 @@ interface KeyedRow extends Omit<ClaimRow, "id"> {
  * notifications no longer make a keyed claim due: the common case, no keys, costs nothing
  * per notification. A keyed notice (errand's enqueue and batch calls send one after
  * inserting keyed jobs), one of this worker's keyed outcomes, or the poll make it due
- * again, and so does the poll interval going by, busy or not: a keyed job that came
- * without a keyed notice (inserted by plain SQL, retried from dead, rescued) waits at most that long.
+ * again; a plain notification does once the poll interval has gone by since that claim
+ * (at the end of the interval if it came earlier). So a keyed job that came without a
+ * keyed notice (inserted by plain SQL, retried from dead, rescued) waits at most about a
+ * poll interval.
  */
 export class KeyedClaim {
   readonly #driver: Driver;
@@ -45,8 +47,9 @@ export class KeyedClaim {
   /** Keyed jobs this worker claimed whose outcome is not written yet. */
   readonly #mine = new WeakSet<ClaimedJob>();
   #held = 0;
-  /** The last claim found no ready keyed job in the queue: only a forced wake-up or {@link #recheckMs} makes the next one due. */
+  /** The last claim found no ready keyed job in the queue: a plain wake-up makes the next one due only from {@link #recheckAt}. */
   #none = false;
+  #recheckAt = 0;
   readonly #recheckMs: number;
 
   /** `recheckMs`: longest a keyed claim waits after one that found no keyed job at all (the poll interval). */
@@ -73,7 +76,12 @@ export class KeyedClaim {
    */
   wake(keyed: boolean): void {
     this.#wakes++;
-    if (this.#none && !keyed) return;
+    // A plain notification within the recheck interval: looked into at its end, not now.
+    // (Not due before: a due keyed claim keeps the plain claim from claiming ahead.)
+    if (this.#none && !keyed && this.#clock.now() < this.#recheckAt) {
+      this.#dueAt = this.#recheckAt;
+      return;
+    }
     this.#none = false;
     this.#dueAt = 0;
   }
@@ -132,7 +140,8 @@ export class KeyedClaim {
     else if (claimed.length === 0 && none) {
       // Nothing keyed in the queue: skip keyed claims on plain notifications (see the class comment).
       this.#none = true;
-      this.#dueAt = sentAt + this.#recheckMs;
+      this.#recheckAt = sentAt + this.#recheckMs;
+      this.#dueAt = Infinity;
     } else this.#dueAt = waitMs === null ? (claimed.length > 0 ? 0 : Infinity) : sentAt + waitMs;
     return claimed;
   }
