@@ -105,9 +105,12 @@ async function pgbenchJobs(ns, { count, clients }) {
 /**
  * Pickup latency at `rate` jobs/s offered for `seconds`. Up to 50 jobs/s, one enqueue at a
  * time, each awaited; above, open loop: every job is sent when it is due, whether or not
- * earlier enqueues have returned (the adapter's connection pool queues them), so the load
- * offered does not drop to what one connection can commit.
+ * earlier enqueues have returned, up to {@link maxInFlight} at once (beyond that a client's
+ * pool times out waiting for a connection), so the load offered does not drop to what one
+ * connection can commit. `committedPerSecond` says what the producer really reached.
  */
+const maxInFlight = 64;
+
 async function latency(system, ns, { seconds, rate }) {
   const adapter = await adapterFor(system, ns);
   await adapter.setup();
@@ -121,10 +124,16 @@ async function latency(system, ns, { seconds, rate }) {
     let sent = 0;
     const called = [];
     const committed = [];
-    const inFlight = [];
+    const inFlight = new Set();
     const send = (seq) => {
       called[seq] = wallMs();
-      return adapter.enqueueOne({ seq }).then(() => void (committed[seq] = wallMs()));
+      const sending = adapter.enqueueOne({ seq }).then(() => {
+        committed[seq] = wallMs();
+        inFlight.delete(sending);
+      });
+      sending.catch(() => {}); // a failure stays in inFlight: the race or the final all reports it
+      inFlight.add(sending);
+      return sending;
     };
     while (sent < total) {
       if (rate <= 50 || sent === 0) { // the first one awaited: the adapter opens its client once
@@ -134,8 +143,8 @@ async function latency(system, ns, { seconds, rate }) {
         continue;
       }
       const due = Math.min(total, Math.floor((wallMs() - start) / interval) + 1);
-      while (sent < due) inFlight.push(send(sent++));
-      await sleep(1);
+      while (sent < due && inFlight.size < maxInFlight) void send(sent++);
+      await (inFlight.size >= maxInFlight ? Promise.race(inFlight) : sleep(1));
     }
     await Promise.all(inFlight);
     const deadline = performance.now() + 10_000;
