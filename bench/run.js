@@ -24,9 +24,9 @@ const { values: args } = parseArgs({
 
 const cfg = args.smoke
   ? { runs: 1, enqueueOne: 50, enqueueBulk: 3_000, processDefault: 1_000, processBest: 2_000, capDefaultMs: 1_500, capMs: 10_000,
-      latencySeconds: 1, latencyRate: 50, historyRows: 10_000, historyJobs: 1_000 }
+      latencySeconds: 1, latencyRate: 50, latencyHighSeconds: 0.5, latencyHighRate: 5_000, idleWorkers: 5, idleSeconds: 2, historyRows: 10_000, historyJobs: 1_000 }
   : { runs: 3, enqueueOne: 1_000, enqueueBulk: 50_000, processDefault: 20_000, processBest: 30_000, capDefaultMs: 8_000, capMs: 30_000,
-      latencySeconds: 8, latencyRate: 50, historyRows: 10_000_000, historyJobs: 30_000 };
+      latencySeconds: 8, latencyRate: 50, latencyHighSeconds: 4, latencyHighRate: 5_000, idleWorkers: 50, idleSeconds: 30, historyRows: 10_000_000, historyJobs: 30_000 };
 if (args.runs) cfg.runs = Number(args.runs);
 if (args["history-rows"]) cfg.historyRows = Number(args["history-rows"]); // e.g. 2000000: a quicker history scenario
 
@@ -52,7 +52,9 @@ async function measureOnce(def, system, run) {
     const extra = result.p99 != null ? ` p99 ${result.p99.toFixed(1)}` : "";
     const rss = (result.maxRssMB != null ? ` rss ${result.maxRssMB.toFixed(0)} MB` : "") +
       (result.cpuUsPerJob != null ? `, ${result.cpuUsPerJob.toFixed(1)} µs CPU/job` : "") +
-      (result.generateSeconds != null ? `, history generated in ${result.generateSeconds.toFixed(0)} s` : "");
+      (result.generateSeconds != null ? `, history generated in ${result.generateSeconds.toFixed(0)} s` : "") +
+      (result.committedPerSecond != null ? `, ${result.committedPerSecond.toFixed(0)} enqueues/s committed` : "") +
+      (result.backendsPct != null ? `, the workers' ${result.backends} backends ${result.backendsPct.toFixed(2)} %, all postgres with no workers ${result.baselinePct.toFixed(2)} %` : "");
     log(`  ${def.id} run ${run} ${systems[system].padEnd(15)} ${result.value.toFixed(1).padStart(10)} ${def.unit}${extra}${rss} (${((performance.now() - started) / 1000).toFixed(1)} s)`);
     return result;
   } catch (error) {

@@ -12,6 +12,7 @@ import { type ByKind, type Kind, type PayloadField, type UntypedJobs, validatePa
 import type { Json } from "./payload.js";
 import { toDate } from "./job.js";
 import { batchQueriesFor } from "./sql/batches.js";
+import { limitQueriesFor } from "./sql/limits.js";
 import { checkId, checkKeys, checkText, integerIn } from "./validate.js";
 
 /** Most members in one batch: the callback's payload lists the failed ones' ids, and one statement inserts them all. */
@@ -137,10 +138,15 @@ export async function createBatch(target: EnqueueTarget, spec: BatchSpec, db: Qu
   });
   const callback = await checkCallback(target, then, jobs.length);
   const members = target.schemas.size === 0 ? jobs : await validatePayloads<JobSpec>(jobs as readonly JobSpec[], target.schemas, (i) => `jobs[${i}].payload`);
-  const { json } = encodeJobs(members as readonly JobSpec[], target.kinds, target.maxPayloadBytes);
+  const { json, keyed } = encodeJobs(members as readonly JobSpec[], target.kinds, target.maxPayloadBytes);
   const create = batchQueriesFor(target.schema).create;
   const params = [json, callback];
   const { rows } = db ? await db.query<CreatedRow>(create.text, params) : await target.driver.run<CreatedRow>(create, params);
+  // Keyed members: the keyed notice, after the insert (see enqueueJobs).
+  if (keyed) {
+    const announce = limitQueriesFor(target.schema).announceKeyed;
+    await (db ? db.query(announce.text, []) : target.driver.run(announce, []));
+  }
   const row = rows[0]!;
   return { batchId: String(row.batch_id), jobIds: row.ids.map(String) };
 }

@@ -14,6 +14,7 @@ import { serialisePayload } from "./payload.js";
 import { type RetryPolicy, resolveRetryPolicy } from "./retry-policy.js";
 import { checkQueueName } from "./queues.js";
 import { queriesFor } from "./sql/jobs.js";
+import { limitQueriesFor } from "./sql/limits.js";
 import { checkDate, checkKeys, checkMaxAttempts, checkText, integer, nonNegativeMs, timeoutMs } from "./validate.js";
 
 /** Options for one job at enqueue time. */
@@ -102,10 +103,19 @@ export async function enqueueJobs(target: EnqueueTarget, specs: readonly JobSpec
   if (specs.length === 0) return [];
   // Without schemas, no await: enqueue stays one round trip and nothing more.
   const checked = target.schemas.size === 0 ? specs : await validatePayloads<JobSpec>(specs, target.schemas, (i) => (options.single ? "payload" : `jobs[${i}].payload`));
-  const { json, dedupeKeys, entries, replacing } = encodeJobs(checked, target.kinds, target.maxPayloadBytes, options.single === true);
+  const { json, dedupeKeys, entries, replacing, keyed } = encodeJobs(checked, target.kinds, target.maxPayloadBytes, options.single === true);
   const queries = queriesFor(target.schema);
   const on = options.db;
   const run = <Row>(statement: Statement, params: readonly unknown[]) => (on ? on.query<Row>(statement.text, params) : target.driver.run<Row>(statement, params));
+  const results = await insertJobs(json, dedupeKeys, entries, replacing, run, queries);
+  // After the insert (on the same transaction, if any: delivered at its commit), so a
+  // worker woken by it sees the jobs. Only keyed inserts pay this round trip.
+  if (keyed) await run(limitQueriesFor(target.schema).announceKeyed, []);
+  return results;
+}
+
+/** The insert of encoded jobs: the plain statement when no job has a dedupe key, else the keyed one. */
+async function insertJobs(json: string, dedupeKeys: readonly (string | null)[], entries: readonly string[], replacing: readonly boolean[], run: Run, queries: ReturnType<typeof queriesFor>): Promise<EnqueueResult[]> {
   if (dedupeKeys.every((key) => key === null)) {
     const { rows } = await run<{ ids: (string | number)[] }>(queries.enqueuePlain, [json]);
     return rows[0]!.ids.map((id) => ({ id: String(id), duplicate: false }));
@@ -159,6 +169,8 @@ export interface EncodedJobs {
   readonly entries: readonly string[];
   /** Whether each job has `dedupe: "replace"`. */
   readonly replacing: readonly boolean[];
+  /** Whether some job has a concurrency key (the insert is then followed by the keyed notice, see keyedNotice). */
+  readonly keyed: boolean;
 }
 
 /**
@@ -171,6 +183,7 @@ export function encodeJobs(specs: readonly JobSpec[], kinds: ReadonlyMap<string,
   const entries: string[] = [];
   const dedupeKeys: (string | null)[] = [];
   const replacing: boolean[] = [];
+  let keyed = false;
   const kindsJson = new Map<string, string>();
   specs.forEach((spec, i) => {
     const field = single ? "" : `jobs[${i}].`;
@@ -191,7 +204,10 @@ export function encodeJobs(specs: readonly JobSpec[], kinds: ReadonlyMap<string,
     if (spec.retry !== undefined) entry += `,"retry":${JSON.stringify(resolveRetryPolicy(spec.retry, `${field}retry`, kind?.retry ?? defaultRetryPolicy))}`;
     if (spec.timeoutMs !== undefined) entry += `,"timeout_ms":${timeoutMs(spec.timeoutMs, `${field}timeoutMs`)}`;
     const concurrencyKey = spec.concurrencyKey === undefined ? kind?.concurrencyKey : checkConcurrencyKey(spec.concurrencyKey, `${field}concurrencyKey`);
-    if (concurrencyKey !== undefined) entry += `,"concurrency_key":${JSON.stringify(concurrencyKey)}`;
+    if (concurrencyKey !== undefined) {
+      entry += `,"concurrency_key":${JSON.stringify(concurrencyKey)}`;
+      keyed = true;
+    }
     // Left out for the default queue (the column's default), as most jobs are.
     const queue = spec.queue === undefined ? kind?.queue : checkQueueName(spec.queue, `${field}queue`);
     if (queue !== undefined && queue !== defaultQueue) entry += `,"queue":${JSON.stringify(queue)}`;
@@ -199,5 +215,5 @@ export function encodeJobs(specs: readonly JobSpec[], kinds: ReadonlyMap<string,
     replacing.push(spec.dedupe === "replace");
     entries.push(`${entry}}`);
   });
-  return { json: `[${entries.join(",")}]`, dedupeKeys, entries, replacing };
+  return { json: `[${entries.join(",")}]`, dedupeKeys, entries, replacing, keyed };
 }

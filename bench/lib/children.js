@@ -9,7 +9,9 @@ const childPath = fileURLToPath(new URL("../child.js", import.meta.url));
 export function spawnChild(task) {
   // BENCH_NODE_OPTIONS passes flags to the children only (e.g. --cpu-prof for a profile).
   const execArgv = process.env.BENCH_NODE_OPTIONS?.split(" ").filter(Boolean) ?? [];
-  const child = fork(childPath, [JSON.stringify(task)], { stdio: ["ignore", "inherit", "inherit", "ipc"], execArgv });
+  // task.env: extra environment for this child only (e.g. BENCH_ERRAND_URL naming its connections).
+  const env = task.env ? { ...process.env, ...task.env } : process.env;
+  const child = fork(childPath, [JSON.stringify(task)], { stdio: ["ignore", "inherit", "inherit", "ipc"], execArgv, env });
   const handle = { child, count: 0, ready: undefined, result: undefined };
   let exitCode;
   const exited = new Promise((resolve) => child.on("exit", (code) => resolve((exitCode = code))));

@@ -1,7 +1,8 @@
 // The scenarios. Each `measure(system, ns, cfg)` sets up a fresh namespace for `system`,
 // measures once and returns { value, ...details }; run.js interleaves systems and runs.
-import { dropSchema, percentile, sleep, wallMs, withPg } from "./common.js";
+import { dropSchema, percentile, pgUrl, sleep, wallMs, withPg } from "./common.js";
 import { runWorkers, spawnChild } from "./children.js";
+import { backendsOf, cpuBetween, postgresCpu } from "./pg-cpu.js";
 import { runPgbench } from "./pgbench.js";
 import { relayThroughput } from "./relay.js";
 
@@ -9,12 +10,15 @@ async function adapterFor(system, ns) {
   return (await import(`../systems/${system}.js`)).create(ns);
 }
 
-/** Fills the queue with `count` no-op jobs through the system's own bulk API (not timed). */
-async function seed(adapter, count, keys) {
+/**
+ * Fills the queue with `count` no-op jobs through the system's own bulk API (not timed).
+ * `keys`: spread over that many concurrency keys; `batched`: each 1,000 as one batch with a callback (errand).
+ */
+async function seed(adapter, count, keys, batched) {
   for (let done = 0; done < count; done += 1000) {
     const batch = [];
     for (let i = done; i < Math.min(count, done + 1000); i++) batch.push({ i });
-    await adapter.enqueueMany(batch, keys);
+    await (batched ? adapter.enqueueBatch(batch) : adapter.enqueueMany(batch, keys));
   }
 }
 
@@ -54,17 +58,18 @@ async function verify(adapter, handled, seeded, label) {
 
 /**
  * Fills a queue with `count` jobs, runs `workers` worker processes on it and returns the
- * rate. `keys`: spread the jobs over that many concurrency keys (errand). `before(ns)` runs between setup and filling; `reuse`: the namespace exists (no
- * setup); `keep`: it is not dropped afterwards.
+ * rate. `keys`: spread the jobs over that many concurrency keys (errand); `batched`: enqueued
+ * in batches of 1,000 with a callback (errand). `before(ns)` runs between setup and filling; `reuse`: the namespace exists (no
+ * setup); `keep`: it is not dropped afterwards; `env`: extra environment for the worker processes.
  */
-export async function processJobs(system, ns, { count, capMs, mode, workers = 1, before, reuse = false, keep = false, keys }) {
+export async function processJobs(system, ns, { count, capMs, mode, workers = 1, before, reuse = false, keep = false, keys, batched = false, env }) {
   if (system === "pgbench") return pgbenchJobs(ns, { count, clients: mode === "best" ? 4 : 1 });
   const adapter = await adapterFor(system, ns);
   if (!reuse) await adapter.setup();
   if (before) await before(ns);
-  await seed(adapter, count, keys);
+  await seed(adapter, count, keys, batched);
   await adapter.close();
-  const tasks = Array.from({ length: workers }, () => ({ role: "worker", system, ns, mode }));
+  const tasks = Array.from({ length: workers }, () => ({ role: "worker", system, ns, mode, env }));
   const { results, reached } = await runWorkers(tasks, count, capMs);
   const handled = results.reduce((s, r) => s + r.count, 0);
   const first = Math.min(...results.map((r) => r.first ?? Infinity));
@@ -98,6 +103,15 @@ async function pgbenchJobs(ns, { count, clients }) {
   }
 }
 
+/**
+ * Pickup latency at `rate` jobs/s offered for `seconds`. Up to 50 jobs/s, one enqueue at a
+ * time, each awaited; above, open loop: every job is sent when it is due, whether or not
+ * earlier enqueues have returned, up to {@link maxInFlight} at once (beyond that a client's
+ * pool times out waiting for a connection), so the load offered does not drop to what one
+ * connection can commit. `committedPerSecond` says what the producer really reached.
+ */
+const maxInFlight = 64;
+
 async function latency(system, ns, { seconds, rate }) {
   const adapter = await adapterFor(system, ns);
   await adapter.setup();
@@ -106,19 +120,34 @@ async function latency(system, ns, { seconds, rate }) {
     await worker.waitReady();
     await sleep(300);
     const interval = 1000 / rate;
+    const total = Math.round(seconds * rate);
     const start = wallMs();
     let sent = 0;
     const called = [];
     const committed = [];
-    while (sent < seconds * rate) {
-      const due = start + sent * interval;
-      const wait = due - wallMs();
-      if (wait > 0) await sleep(wait);
-      called[sent] = wallMs();
-      await adapter.enqueueOne({ seq: sent });
-      committed[sent] = wallMs();
-      sent++;
+    const inFlight = new Set();
+    const send = (seq) => {
+      called[seq] = wallMs();
+      const sending = adapter.enqueueOne({ seq }).then(() => {
+        committed[seq] = wallMs();
+        inFlight.delete(sending);
+      });
+      sending.catch(() => {}); // a failure stays in inFlight: the race or the final all reports it
+      inFlight.add(sending);
+      return sending;
+    };
+    while (sent < total) {
+      if (rate <= 50 || sent === 0) { // the first one awaited: the adapter opens its client once
+        const wait = start + sent * interval - wallMs();
+        if (wait > 0) await sleep(wait);
+        await send(sent++);
+        continue;
+      }
+      const due = Math.min(total, Math.floor((wallMs() - start) / interval) + 1);
+      while (sent < due && inFlight.size < maxInFlight) void send(sent++);
+      await (inFlight.size >= maxInFlight ? Promise.race(inFlight) : sleep(1));
     }
+    await Promise.all(inFlight);
     const deadline = performance.now() + 10_000;
     while (worker.count < sent && performance.now() < deadline) await sleep(5);
     const result = await worker.stop();
@@ -135,6 +164,7 @@ async function latency(system, ns, { seconds, rate }) {
       value: percentile(fromCommit, 50), p99: percentile(fromCommit, 99),
       callP50: percentile(fromCall, 50), callP99: percentile(fromCall, 99),
       enqueueP50: percentile(committed.map((c, i) => c - called[i]), 50), samples: fromCommit.length,
+      committedPerSecond: (sent / (Math.max(...committed) - start)) * 1000, // below `rate`: the producer could not offer the load
     };
   } catch (error) {
     worker.child.kill("SIGKILL");
@@ -184,10 +214,24 @@ export function scenarios(cfg) {
       measure: (s, ns) => processJobs(s, ns, { count: cfg.processDefault, capMs: cfg.capDefaultMs, mode: "default" }) },
     { id: "process_best", title: "process, best settings found", unit: "jobs/s", higher: true, systems: processing,
       measure: (s, ns) => processJobs(s, ns, { count: cfg.processBest, capMs: cfg.capMs, mode: "best" }) },
-    { id: "latency", title: `pickup latency from commit at ${cfg.latencyRate} jobs/s, p50 (p99)`, unit: "ms", higher: false, systems: ["errand", "pgboss", "graphile", "bullmq"],
+    { id: "latency", latency: true, title: `pickup latency from commit at ${cfg.latencyRate} jobs/s, p50 (p99)`, unit: "ms", higher: false, systems: ["errand", "pgboss", "graphile", "bullmq"],
       measure: (s, ns) => latency(s, ns, { seconds: cfg.latencySeconds, rate: cfg.latencyRate }) },
+    { id: "latency_5k", latency: true, title: `pickup latency from commit at ${cfg.latencyHighRate.toLocaleString("en")} jobs/s offered, p50 (p99)`, unit: "ms", higher: false, systems: ["errand", "pgboss", "graphile", "bullmq"],
+      measure: (s, ns) => latency(s, ns, { seconds: cfg.latencyHighSeconds, rate: cfg.latencyHighRate }) },
     { id: "two_workers", title: "2 worker processes, best settings", unit: "jobs/s", higher: true, systems: peers,
       measure: (s, ns) => processJobs(s, ns, { count: cfg.processBest, capMs: cfg.capMs, mode: "best", workers: 2 }) },
+    // Against process_best (1 worker process): contention on the claim.
+    { id: "eight_workers", title: "8 worker processes, best settings", unit: "jobs/s", higher: true, systems: peers,
+      measure: (s, ns) => processJobs(s, ns, { count: cfg.processBest, capMs: cfg.capMs, mode: "best", workers: 8 }) },
+    { id: "idle_workers", title: `${cfg.idleWorkers} idle worker processes: PostgreSQL CPU, % of one core`, unit: "%", higher: false, systems: ["errand"],
+      measure: (s, ns) => idleCost(s, ns, { workers: cfg.idleWorkers, seconds: cfg.idleSeconds }) },
+    // The cost of long-running work's features per job, beside process_default (same count and settings).
+    { id: "feat_result", group: "features", title: "process with a small JSON result per job (defaults)", unit: "jobs/s", higher: true, systems: ["errand"],
+      measure: (s, ns) => processJobs(s, ns, { count: cfg.processDefault, capMs: cfg.capMs, mode: "result" }) },
+    { id: "feat_progress", group: "features", title: "process with one ctx.progress per job (defaults)", unit: "jobs/s", higher: true, systems: ["errand"],
+      measure: (s, ns) => processJobs(s, ns, { count: cfg.processDefault, capMs: cfg.capMs, mode: "progress" }) },
+    { id: "feat_batch", group: "features", title: "process jobs enqueued in batches of 1,000 with a callback (defaults)", unit: "jobs/s", higher: true, systems: ["errand"],
+      measure: (s, ns) => processJobs(s, ns, { count: cfg.processDefault, capMs: cfg.capMs, mode: "batch", batched: true }) },
     // Limits (errand: concurrency keys; the cost beside process_default, same count and settings).
     { id: "keyed_limit", group: "limits", title: "per-key concurrency limit: 50 keys, at most 2 running each (defaults)", unit: "jobs/s", higher: true, systems: ["errand"],
       measure: (s, ns) => processJobs(s, ns, { count: cfg.processDefault, capMs: cfg.capMs, mode: "default", keys: 50, before: errandLimits({ "k*": { concurrency: 2 } }) }) },
@@ -232,4 +276,45 @@ export function scenarios(cfg) {
         }
       } },
   ];
+}
+
+/**
+ * The database's cost of idle workers: `workers` worker processes (defaults) on an empty
+ * queue for `seconds`, against the same time with none. value: the extra CPU of all
+ * postgres processes, in % of one core (on a shared machine, others' load lands here too);
+ * also the CPU of the workers' own backends alone (named by application_name). Each worker
+ * has a pool of one connection (its statements run one after another) beside its listening
+ * one, so 50 of them fit PostgreSQL's default max_connections of 100.
+ */
+async function idleCost(system, ns, { workers, seconds }) {
+  const free = await withPg(async (c) => (await c.query(
+    "SELECT current_setting('max_connections')::int - current_setting('superuser_reserved_connections')::int - count(*)::int AS free FROM pg_stat_activity")).rows[0].free);
+  if (free < workers * 2 + 2) throw new Error(`${system} idle: ${workers} workers need ${workers * 2} connections and PostgreSQL has ${free} free; raise max_connections or lower idleWorkers`);
+  const adapter = await adapterFor(system, ns);
+  await adapter.setup();
+  await adapter.close();
+  const base0 = postgresCpu();
+  await sleep(seconds * 1000);
+  const baseline = cpuBetween(base0, postgresCpu());
+  const name = `bench_idle_${process.pid}`;
+  const env = { BENCH_ERRAND_URL: `${pgUrl}${pgUrl.includes("?") ? "&" : "?"}application_name=${name}`, BENCH_ERRAND_POOL_SIZE: "1" };
+  const handles = [];
+  try {
+    for (let i = 0; i < workers; i++) handles.push(spawnChild({ role: "worker", system, ns, mode: "default", env }));
+    await Promise.all(handles.map((h) => h.waitReady(120_000)));
+    await sleep(2_000); // start-up's statements are not the idle cost
+    const pids = await backendsOf(name);
+    const idle0 = postgresCpu();
+    await sleep(seconds * 1000);
+    const idle1 = postgresCpu();
+    const results = await Promise.all(handles.map((h) => h.stop()));
+    if (results.some((r) => r.count > 0)) throw new Error(`${system} idle: a worker ran a job on an empty queue`);
+    const pct = (cpuSeconds) => (cpuSeconds / seconds) * 100;
+    return { value: pct(cpuBetween(idle0, idle1) - baseline), backendsPct: pct(cpuBetween(idle0, idle1, pids)), baselinePct: pct(baseline), backends: pids.size };
+  } catch (error) {
+    for (const h of handles) h.child.kill("SIGKILL");
+    throw error;
+  } finally {
+    await dropSchema(ns).catch(() => {});
+  }
 }

@@ -14,7 +14,23 @@ export const settings = {
   ...Object.fromEntries((process.env.BENCH_ERRAND_VARIANTS ?? "").split("\n").filter(Boolean).map((v) => [`json:${v}`, JSON.parse(v)])),
   best: JSON.parse(process.env.BENCH_ERRAND_BEST ?? '{"concurrency":100,"prefetch":1000}'),
   latency: {},
+  // The features' cost per job (scenarios feat_*): defaults, another handler.
+  result: {},
+  progress: {},
+  batch: {},
 };
+
+/** The bench handler per mode: a no-op, or one that uses a feature of long-running work. */
+function benchHandler(mode, onJobs) {
+  if (mode === "result") return async (payload) => (onJobs([payload]), { ok: true, i: payload.i });
+  if (mode === "progress") {
+    return async (payload, ctx) => {
+      ctx.progress(50);
+      onJobs([payload]);
+    };
+  }
+  return async (payload) => void onJobs([payload]);
+}
 
 /** The Errand class of the build under test (read per call: bench/ab.js switches between builds). */
 async function errandClass() {
@@ -26,7 +42,9 @@ async function errandClass() {
 export function create(ns) {
   let errand;
   const url = process.env.BENCH_ERRAND_URL ?? pgUrl; // experiments only (e.g. ?options=…)
-  const open = async (migrate) => (errand ??= await (await errandClass()).open({ connectionString: url, schema: ns, migrate }));
+  // BENCH_ERRAND_POOL_SIZE: fewer connections per process (the idle scenario's 50 workers must fit max_connections).
+  const pool = process.env.BENCH_ERRAND_POOL_SIZE ? { poolSize: Number(process.env.BENCH_ERRAND_POOL_SIZE) } : {};
+  const open = async (migrate) => (errand ??= await (await errandClass()).open({ connectionString: url, schema: ns, migrate, ...pool }));
   return {
     async setup() {
       await dropSchema(ns);
@@ -39,11 +57,16 @@ export function create(ns) {
     async enqueueMany(payloads, keys) {
       await (await open(false)).enqueueMany(payloads.map((payload) => (keys ? { kind: "bench", payload, concurrencyKey: `k${payload.i % keys}` } : { kind: "bench", payload })));
     },
+    /** One batch of `payloads` with a callback job (kind bench_done, not counted as handled). */
+    async enqueueBatch(payloads) {
+      await (await open(false)).batch({ jobs: payloads.map((payload) => ({ kind: "bench", payload })), then: { kind: "bench_done" } });
+    },
     async startWorker(mode, onJobs) {
       const client = await open(false);
       const worker = client.worker({
         ...knobsFor(settings, mode),
-        handlers: { bench: async (payload) => void onJobs([payload]) },
+        // Batches' callbacks are bench_done jobs, run but not counted.
+        handlers: mode === "batch" ? { bench: benchHandler(mode, onJobs), bench_done: async () => {} } : { bench: benchHandler(mode, onJobs) },
         onEvent: (event) => {
           if (event.type === "error") console.error("errand worker error", event.during, event.error);
         },

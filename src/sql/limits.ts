@@ -1,29 +1,46 @@
 import type { Statement } from "../driver/types.js";
-import { memoisePerSchema, qualified, statement } from "./statement.js";
+import { channelFor, memoisePerSchema, qualified, statement } from "./statement.js";
+
+/**
+ * The payload of the notice on the jobs channel ({@link channelFor}) that says jobs with a
+ * concurrency key were enqueued: it makes a worker that found no keyed jobs claim keyed
+ * ones again (see KeyedClaim). Sent by errand's enqueue and batch calls after the insert;
+ * an older worker takes it for an enqueue's notice, which is what it is.
+ */
+export const keyedNotice = "keyed";
 
 /** The statements of concurrency keys and their limits (see migration 016). */
 export interface LimitQueries {
   readonly claimKeyed: Statement;
+  readonly announceKeyed: Statement;
   readonly set: Statement;
   readonly remove: Statement;
   readonly list: Statement;
 }
 
 /** The statements for `schema` (memoised). */
-export const limitQueriesFor = memoisePerSchema((schema): LimitQueries => build(qualified(schema)));
+export const limitQueriesFor = memoisePerSchema((schema): LimitQueries => build(qualified(schema), channelFor(schema)));
 
 /** Whether limit `l`'s key covers job `j`'s key: the same key, or a prefix ending in '*'. */
 const covers = "(j.concurrency_key = l.key OR (right(l.key, 1) = '*' AND left(j.concurrency_key, length(l.key) - 1) = left(l.key, -1)))";
 
-function build(s: string): LimitQueries {
+function build(s: string, channel: string): LimitQueries {
   return {
     /*
      * claimKeyed — up to $1 keyed jobs, all started now, for worker $2 with lease $4 ms (or
      * the kind's in $3, JSON kind → ms), keys round-robin from after $5, of queue $6 and kinds $7 (see claim_keyed in
      * migration 016). rows: the claim's columns (see ClaimRow), then one row with id NULL:
-     * concurrency_key (the last key visited), wait_ms (until a rate lets a job start; NULL: none waits)
+     * concurrency_key (the last key visited), wait_ms (until a rate lets a job start; NULL: none waits),
+     * keyed_ready (whether queue $6 has any ready keyed job at all, due or not, of any kind: false
+     * lets the worker skip keyed claims until a keyed notice; one probe of jobs_ready_keyed, and
+     * only on that row)
      */
-    claimKeyed: statement(`SELECT * FROM ${s}.claim_keyed($1::int, $2::text, $3::jsonb, $4::float8, $5::text, $6::text, $7::text[])`),
+    claimKeyed: statement(`
+      SELECT c.*, CASE WHEN c.id IS NULL THEN EXISTS (SELECT 1 FROM ${s}.jobs r WHERE r.status = 'ready' AND r.queue = $6::text AND r.concurrency_key IS NOT NULL) END AS keyed_ready
+      FROM ${s}.claim_keyed($1::int, $2::text, $3::jsonb, $4::float8, $5::text, $6::text, $7::text[]) c`),
+
+    /* announceKeyed — the keyed notice (see keyedNotice), sent after an insert of keyed jobs; delivered at commit */
+    announceKeyed: statement(`SELECT pg_notify('${channel}', '${keyedNotice}') IS NULL AS notified`),
 
     /* set — $1 key, $2 concurrency, $3 rate_count, $4 rate_period_ms (each NULL for none) */
     set: statement(`

@@ -10,6 +10,8 @@ interface KeyedRow extends Omit<ClaimRow, "id"> {
   id: string | number | null;
   concurrency_key: string | null;
   wait_ms: number | null;
+  /** On the closing row: whether the queue has any ready keyed job (see claimKeyed in src/sql/limits.ts). */
+  keyed_ready?: boolean | null;
 }
 
 /**
@@ -21,8 +23,16 @@ interface KeyedRow extends Omit<ClaimRow, "id"> {
  * A claim that finds nothing (every key at its limit, or no keyed jobs at all) stops the
  * keyed claims until something may have changed: a notification, one of this worker's
  * keyed jobs' outcome written (its key has room), the poll, or the moment a rate limit lets the
- * next job start (the claim says when). So the common case, no keys, costs one empty
- * claim per notification, and a job held back by a rate is not polled for.
+ * next job start (the claim says when). A job held back by a rate is not polled for.
+ *
+ * When the queue has no ready keyed job at all (the claim's closing row says so), plain
+ * notifications no longer make a keyed claim due: the common case, no keys, costs nothing
+ * per notification. A keyed notice (errand's enqueue and batch calls send one after
+ * inserting keyed jobs), one of this worker's keyed outcomes, or the poll make it due
+ * again; a plain notification does once the poll interval has gone by since that claim
+ * (at the end of the interval if it came earlier). So a keyed job that came without a
+ * keyed notice (inserted by plain SQL, retried from dead, rescued) waits at most about a
+ * poll interval.
  */
 export class KeyedClaim {
   readonly #driver: Driver;
@@ -37,11 +47,17 @@ export class KeyedClaim {
   /** Keyed jobs this worker claimed whose outcome is not written yet. */
   readonly #mine = new WeakSet<ClaimedJob>();
   #held = 0;
+  /** The last claim found no ready keyed job in the queue: a plain wake-up makes the next one due only from {@link #recheckAt}. */
+  #none = false;
+  #recheckAt = 0;
+  readonly #recheckMs: number;
 
-  constructor(driver: Driver, schema: string, clock: Clock) {
+  /** `recheckMs`: longest a keyed claim waits after one that found no keyed job at all (the poll interval). */
+  constructor(driver: Driver, schema: string, clock: Clock, recheckMs: number) {
     this.#driver = driver;
     this.#schema = schema;
     this.#clock = clock;
+    this.#recheckMs = recheckMs;
   }
 
   /** Whether a keyed claim is worth making now. */
@@ -54,9 +70,19 @@ export class KeyedClaim {
     return Math.max(0, this.#dueAt - this.#clock.now());
   }
 
-  /** Keyed jobs may be claimable: a notification, the poll, or a key got room. */
-  wake(): void {
+  /**
+   * Keyed jobs may be claimable: a notification, the poll, or a key got room. A plain
+   * notification (`keyed` false) is ignored while the queue is known to hold no keyed job.
+   */
+  wake(keyed: boolean): void {
     this.#wakes++;
+    // A plain notification within the recheck interval: looked into at its end, not now.
+    // (Not due before: a due keyed claim keeps the plain claim from claiming ahead.)
+    if (this.#none && !keyed && this.#clock.now() < this.#recheckAt) {
+      this.#dueAt = this.#recheckAt;
+      return;
+    }
+    this.#none = false;
     this.#dueAt = 0;
   }
 
@@ -73,7 +99,7 @@ export class KeyedClaim {
         mine = true;
       }
     }
-    if (mine) this.wake();
+    if (mine) this.wake(true);
     return mine;
   }
 
@@ -89,16 +115,19 @@ export class KeyedClaim {
   ): Promise<DecodedClaim[]> {
     if (slots <= 0 || kinds.length === 0) return [];
     const wakes = this.#wakes;
+    this.#none = false; // until this claim says so again: a wake-up meanwhile keeps the next one due
     // The wait counts from the claim's own clock reading, which is after this: due from the
     // send, the next claim is at most a round trip early (and then told the rest) instead of late.
     const sentAt = this.#clock.now();
     const { rows } = await this.#driver.run<KeyedRow>(limitQueriesFor(this.#schema).claimKeyed, [slots, worker, leasesByKind, leaseMs, this.#after, queue, kinds]);
     const claimed: DecodedClaim[] = [];
     let waitMs: number | null = null;
+    let none = false;
     for (const row of rows) {
       if (row.id === null) {
         this.#after = row.concurrency_key;
         waitMs = row.wait_ms === null ? null : Number(row.wait_ms);
+        none = row.keyed_ready === false;
         continue;
       }
       const decoded = decodeClaimRow(row as ClaimRow, policyFor);
@@ -107,7 +136,13 @@ export class KeyedClaim {
       claimed.push(decoded);
     }
     if (claimed.length === slots) this.#dueAt = 0;
-    else if (this.#wakes === wakes) this.#dueAt = waitMs === null ? (claimed.length > 0 ? 0 : Infinity) : sentAt + waitMs;
+    else if (this.#wakes !== wakes) return claimed; // woken meanwhile: stays due
+    else if (claimed.length === 0 && none) {
+      // Nothing keyed in the queue: skip keyed claims on plain notifications (see the class comment).
+      this.#none = true;
+      this.#recheckAt = sentAt + this.#recheckMs;
+      this.#dueAt = Infinity;
+    } else this.#dueAt = waitMs === null ? (claimed.length > 0 ? 0 : Infinity) : sentAt + waitMs;
     return claimed;
   }
 }

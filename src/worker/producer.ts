@@ -131,11 +131,11 @@ export class Producer {
     await this.#loop;
   }
 
-  /** A notification (or rescue) says jobs may be ready. */
-  nudge(): void {
+  /** A notification (or rescue) says jobs may be ready; `keyed`: jobs with a concurrency key may be among them. */
+  nudge(keyed = false): void {
     this.#nudges++;
     this.#queueMayHaveJobs = true;
-    this.#keyed.wake();
+    this.#keyed.wake(keyed);
     this.#wake.wake();
   }
 
@@ -226,7 +226,7 @@ export class Producer {
   /** The pauses changed: gives back what is paused now, and looks for jobs (a resume may have freed some). */
   pausesChanged(): void {
     this.releasePaused();
-    this.nudge();
+    this.nudge(true);
   }
 
   /** Gives back every buffered job (claimed, never started) at shutdown; returns how many. */
@@ -302,7 +302,7 @@ export class Producer {
       const woken = await this.#wake.wait(Math.max(1, Math.min(pollIntervalMs, keyedWait)));
       if (!woken && keyedWait >= pollIntervalMs) {
         this.#queueMayHaveJobs = true;
-        this.#keyed.wake();
+        this.#keyed.wake(true);
       }
     }
   }

@@ -8,6 +8,7 @@ import type { ResolvedKind } from "../options.js";
 import { defaultRetryPolicy, pausePollMs } from "../defaults.js";
 import { queriesFor } from "../sql/jobs.js";
 import { pauseNotice } from "../sql/queues.js";
+import { keyedNotice } from "../sql/limits.js";
 import { cancelNotice, channelFor } from "../sql/statement.js";
 import { Completer } from "./completer.js";
 import { Heartbeat } from "./heartbeat.js";
@@ -72,7 +73,7 @@ export class Worker {
     this.#pauses = new WorkerPauses(driver, schema, Object.keys(options.handlers));
     const producers = [...settings.queues].map(
       ([queue, concurrency]) =>
-        new Producer({ ...common, queue, concurrency, gate: this.#pauses.gate(queue), handlers: options.handlers, policyFor, timeoutFor, completer: this.#completer, progress: this.#progress, keyed: new KeyedClaim(driver, schema, clock) }),
+        new Producer({ ...common, queue, concurrency, gate: this.#pauses.gate(queue), handlers: options.handlers, policyFor, timeoutFor, completer: this.#completer, progress: this.#progress, keyed: new KeyedClaim(driver, schema, clock, settings.pollIntervalMs) }),
     );
     this.#producers = producers;
     const completer = this.#completer;
@@ -111,13 +112,13 @@ export class Worker {
           // send it now (a missed notice costs only time: the next heartbeat reports it).
           if (payload === cancelNotice) void this.#heartbeat.beat();
           else if (payload === pauseNotice) void this.#readPauses();
-          else this.#nudge();
+          else this.#nudge(payload === keyedNotice);
         },
         () => {
           // Notifications sent while the connection was down are lost: look for jobs and pauses now.
           this.#emit({ type: "listen_restored" });
           void this.#readPauses();
-          this.#nudge();
+          this.#nudge(true);
         },
       );
     } catch (error) {
@@ -203,11 +204,13 @@ export class Worker {
   #rescued({ ready, dead }: RescueResult): void {
     if (ready + dead === 0) return;
     this.#emit({ type: "rescued", ready, dead });
-    if (ready) this.#nudge();
+    // Rescued jobs may be keyed ones, and a rescue sends no keyed notice.
+    if (ready) this.#nudge(true);
   }
 
-  #nudge(): void {
-    for (const producer of this.#producers) producer.nudge();
+  /** `keyed`: jobs with a concurrency key may be among those to look for (see KeyedClaim). */
+  #nudge(keyed: boolean): void {
+    for (const producer of this.#producers) producer.nudge(keyed);
   }
 
   /** Reads the paused queues and kinds; when they changed, each producer gives back what is paused now. */

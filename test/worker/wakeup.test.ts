@@ -45,3 +45,37 @@ it("a notification that arrives while an empty claim is on its way back is not l
   await worker.stop();
   expect(ran).toEqual([id]);
 });
+
+it("a queue without keyed jobs costs no keyed claim per notification, and a keyed job enqueued later still runs at once", async () => {
+  // With a ten-minute poll, only notifications can make this worker look: plain ones must
+  // not cost a claim_keyed once it found no keyed job, and the keyed notice of an enqueue
+  // with a concurrency key must bring the keyed claim back.
+  let keyedClaims = 0;
+  const driver: Driver = {
+    ...t.errand.driver,
+    run: <Row>(statement: Statement, params: readonly unknown[]) => {
+      if (statement.text.includes("claim_keyed(")) keyedClaims++;
+      return t.errand.driver.run<Row>(statement, params);
+    },
+    close: async () => {},
+  };
+  const errand = Errand.fromDriver(driver, { schema: t.schema });
+  const ran: string[] = [];
+  const worker = errand.worker({ handlers: { ping: async (_payload, ctx) => void ran.push(ctx.id) }, pollIntervalMs: 600_000, rescueIntervalMs: 0 });
+  await worker.start();
+  const { id: first } = await t.errand.enqueue("ping", {});
+  await eventually(() => ran.includes(first), 10_000, "the first plain job to run");
+  const afterFirst = keyedClaims;
+  expect(afterFirst).toBeGreaterThanOrEqual(1); // it looked once and found no keyed job
+  for (let i = 0; i < 5; i++) {
+    const { id } = await t.errand.enqueue("ping", {});
+    await eventually(() => ran.includes(id), 10_000, `plain job ${i} to run`);
+  }
+  expect(keyedClaims).toBe(afterFirst);
+  const { id: keyed } = await t.errand.enqueue("ping", {}, { concurrencyKey: "tenant:1" });
+  await eventually(() => ran.includes(keyed), 10_000, "the keyed job to run");
+  const [batchMember] = (await t.errand.batch({ jobs: [{ kind: "ping", payload: {}, concurrencyKey: "tenant:2" }], then: { kind: "ping" } })).jobIds;
+  await eventually(() => ran.includes(batchMember!), 10_000, "the keyed batch member to run");
+  await worker.stop();
+  expect(keyedClaims).toBeGreaterThan(afterFirst);
+});
