@@ -24,7 +24,7 @@ import type { ResolvedQueue } from "./options.js";
 export interface JetStreamWorkerOptions<H = Handlers> {
   /** Handlers by kind, as for `errand.worker`. */
   readonly handlers: H;
-  /** Handlers run at once (and messages pulled ahead at most). Default 10. */
+  /** Handlers run at once; the worker fetches only as many messages as it has free slots. Default 10. */
   readonly concurrency?: number;
   /** How long `stop()` waits for running handlers before aborting their signal. Default 25 s. */
   readonly shutdownTimeoutMs?: number;
@@ -63,7 +63,7 @@ export class JetStreamWorker {
   readonly #onEvent: ((event: JetStreamWorkerEvent) => void) | undefined;
   readonly #running = new Set<Running>();
   #connection: QueueConnection | undefined;
-  #messages: Awaited<ReturnType<QueueConnection["consumer"]["consume"]>> | undefined;
+  #batch: Awaited<ReturnType<QueueConnection["consumer"]["fetch"]>> | undefined;
   #pulling: Promise<void> = Promise.resolve();
   #stopping = false;
   #slotFreed: (() => void) | undefined;
@@ -90,14 +90,12 @@ export class JetStreamWorker {
     this.#connection = await openQueue(this.#queue, true);
     this.#connected = true;
     void this.#watch(this.#connection);
-    // Never more messages in hand than handler slots: a message waiting here spends its ack wait.
-    this.#messages = await this.#connection.consumer.consume({ max_messages: this.#concurrency });
-    this.#pulling = this.#pull(this.#messages);
+    this.#pulling = this.#pull(this.#connection);
     if (this.#forwardMs > 0) this.#scheduleForward(0);
   }
 
   /**
-   * Stops pulling, returns the messages pulled but not started, waits up to
+   * Stops pulling (a message delivered as it stops goes back at once), waits up to
    * `shutdownTimeoutMs` for running handlers (then aborts their signal with `shutdown`
    * and returns their messages), acknowledges their outcomes, and disconnects.
    */
@@ -105,7 +103,7 @@ export class JetStreamWorker {
     if (!this.#connection || this.#stopping) return;
     this.#stopping = true;
     clearTimeout(this.#forwardTimer);
-    await this.#messages?.close();
+    await this.#batch?.close();
     this.#slotFreed?.();
     await this.#pulling;
     const all = Promise.all([...this.#running].map((r) => r.done));
@@ -118,18 +116,27 @@ export class JetStreamWorker {
     await this.#connection.nc.drain().catch(() => this.#connection?.close());
   }
 
-  async #pull(messages: AsyncIterable<JsMsg>): Promise<void> {
-    try {
-      for await (const msg of messages) {
-        while (!this.#stopping && this.#running.size >= this.#concurrency) await new Promise<void>((resolve) => (this.#slotFreed = resolve));
-        if (this.#stopping) {
-          msg.nak(); // pulled but not started: back to the stream for another worker now
-          continue;
+  /**
+   * Fetches only as many messages as there are free handler slots, so each message starts
+   * as it is delivered: its ack wait runs from its delivery, which JetStream replicates
+   * (an in-progress ack sent for a message that waited in hand could be lost when the
+   * consumer's leader fails over, and the job delivered again while it runs).
+   */
+  async #pull(connection: QueueConnection): Promise<void> {
+    while (!this.#stopping) {
+      while (!this.#stopping && this.#running.size >= this.#concurrency) await new Promise<void>((resolve) => (this.#slotFreed = resolve));
+      if (this.#stopping) break;
+      try {
+        this.#batch = await connection.consumer.fetch({ max_messages: this.#concurrency - this.#running.size, expires: 1_000 });
+        for await (const msg of this.#batch) {
+          if (this.#stopping) msg.nak(); // delivered as the worker stopped: back for another worker now
+          else this.#start(msg);
         }
-        this.#start(msg);
+      } catch (error) {
+        if (this.#stopping) break;
+        this.#emit({ type: "error", error: error instanceof Error ? error : new Error(String(error)) });
+        await new Promise((resolve) => setTimeout(resolve, 250));
       }
-    } catch (error) {
-      this.#emit({ type: "error", error: error instanceof Error ? error : new Error(String(error)) });
     }
   }
 
@@ -172,7 +179,6 @@ export class JetStreamWorker {
         leaseUntil = monotonicClock.now() + this.#queue.ackWaitMs;
       }
     };
-    msg.working(); // it may have waited in hand: its ack wait starts again now
     const heartbeat = setInterval(beat, Math.max(50, this.#queue.ackWaitMs / 4));
     let outcome: Outcome;
     try {
