@@ -4,6 +4,8 @@ import { JetStreamQueue, type JetStreamWorker, type JetStreamWorkerEvent, Perman
 import { testJobStream } from "../support/brokers.js";
 import { eventually, useTestErrand } from "../support/db.js";
 import { natsUrl } from "../support/services.js";
+import { Registry } from "prom-client";
+import { registerJetStreamGauges } from "../../src/metrics.js";
 
 // JetStream as a job transport, against the real NATS server and both databases: jobs
 // enqueued in PostgreSQL's outbox, relayed to a work-queue stream, run with errand's
@@ -67,7 +69,7 @@ it("runs jobs committed in the caller's transaction once each, with the handler'
   expect(await media.stats()).toEqual({ queue: "media", pending: 0, ackPending: 0, redelivered: 0, waiting: expect.any(Number) as unknown, outbox: 0 });
 });
 
-it("stats count the jobs in the outbox, then pending in the stream, before a worker runs them", async () => {
+it("stats and metrics count the jobs in the outbox, then pending in the stream, before a worker runs them", async () => {
   const media = queue();
   const w = media.worker({ handlers: { resize: () => {} } });
   await w.start(); // creates the consumer
@@ -77,6 +79,12 @@ it("stats count the jobs in the outbox, then pending in the stream, before a wor
   await (await relay()).runOnce();
   await eventually(async () => (await media.stats()).pending === 2, 10_000, "2 pending in the stream");
   expect((await media.stats()).outbox).toBe(0);
+  const registry = new Registry();
+  registerJetStreamGauges(registry, [media]);
+  const text = await registry.metrics();
+  expect(text).toContain('errand_jetstream_jobs{queue="media",state="pending"} 2');
+  expect(text).toContain('errand_jetstream_jobs{queue="media",state="outbox"} 0');
+  expect(text).toContain('errand_jetstream_up{queue="media"} 1');
 });
 
 it("retries a failed job after errand's backoff (a delayed negative ack), then it succeeds", async () => {
