@@ -29,7 +29,8 @@ beforeEach(async () => {
   t = await testErrand();
   await t.sql(`CREATE TABLE ${t.schema}.js_runs (id text NOT NULL, attempt int NOT NULL, worker text NOT NULL, started_ms bigint NOT NULL, ended_ms bigint)`);
   // The cluster elects its JetStream meta leader a few seconds after it starts.
-  stream = await eventually(() => testJobStream({ num_replicas: 3 }, cluster.servers).catch(() => undefined), 30_000, "a replicas-3 stream on the new cluster");
+  const created = await eventually(() => testJobStream({ num_replicas: 3 }, cluster.servers).catch(() => undefined), 30_000, "a replicas-3 stream on the new cluster");
+  stream = created!;
 });
 afterEach(async () => {
   await killAll(running);
