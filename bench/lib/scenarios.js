@@ -3,6 +3,7 @@
 import { dropSchema, percentile, sleep, wallMs, withPg } from "./common.js";
 import { runWorkers, spawnChild } from "./children.js";
 import { runPgbench } from "./pgbench.js";
+import { jetstreamJobs } from "./jetstream.js";
 
 async function adapterFor(system, ns) {
   return (await import(`../systems/${system}.js`)).create(ns);
@@ -187,6 +188,14 @@ export function scenarios(cfg) {
       measure: (s, ns) => latency(s, ns, { seconds: cfg.latencySeconds, rate: cfg.latencyRate }) },
     { id: "two_workers", title: "2 worker processes, best settings", unit: "jobs/s", higher: true, systems: peers,
       measure: (s, ns) => processJobs(s, ns, { count: cfg.processBest, capMs: cfg.capMs, mode: "best", workers: 2 }) },
+    // Beyond one database: the JetStream transport with 1, 2 and 4 worker processes, beside
+    // errand on PostgreSQL with 4 (process_best and two_workers are its 1 and 2).
+    { id: "four_workers", group: "jetstream", title: "4 worker processes, best settings", unit: "jobs/s", higher: true, systems: ["errand"],
+      measure: (s, ns) => processJobs(s, ns, { count: cfg.processBest, capMs: cfg.capMs, mode: "best", workers: 4 }) },
+    ...[1, 2, 4].map((workers) => ({
+      id: `jetstream_${workers}`, group: "jetstream", title: `JetStream transport, ${workers} worker process${workers > 1 ? "es" : ""} (concurrency 100 each)`, unit: "jobs/s", higher: true, systems: ["errand"],
+      measure: (_s, ns) => jetstreamJobs(ns, { count: cfg.processBest, capMs: cfg.capMs, workers }),
+    })),
     // Limits (errand: concurrency keys; the cost beside process_default, same count and settings).
     { id: "keyed_limit", group: "limits", title: "per-key concurrency limit: 50 keys, at most 2 running each (defaults)", unit: "jobs/s", higher: true, systems: ["errand"],
       measure: (s, ns) => processJobs(s, ns, { count: cfg.processDefault, capMs: cfg.capMs, mode: "default", keys: 50, before: errandLimits({ "k*": { concurrency: 2 } }) }) },
