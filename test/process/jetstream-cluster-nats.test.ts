@@ -72,9 +72,16 @@ it(`${total.toLocaleString("en")} jobs on a 3-node cluster with 4 worker process
   await Promise.all(workers.map((w) => w.waitForLog((r) => r.event === "ready", 30_000, "ready")));
   const runs = () => count(`SELECT count(DISTINCT id) AS n FROM ${t.schema}.js_runs`);
   let leaderKilled = false;
+  // On a stall: what the database, the outbox, the stream and the workers say, then the error.
+  const explain = async (error: unknown): Promise<never> => {
+    const info = await stream.jsm.consumers.info(stream.name, queue.settings.consumer).catch((e: Error) => e.message);
+    const outboxRows = await count(`SELECT count(*) AS n FROM ${t.schema}.outbox`);
+    console.log("stalled:", { started: await runs(), outboxRows, inStream: await stream.count().catch(() => -1) }, JSON.stringify(info).slice(0, 1500), workers.map((w) => JSON.stringify(w.logs.slice(-3)) + w.stderr().slice(-300)));
+    throw error;
+  };
   for (let kill = 0; kill < 6; kill++) {
     const target = Math.round((total * (kill + 1)) / 8);
-    await eventually(async () => (await runs()) >= target, 240_000, `${target} jobs started`);
+    await eventually(async () => (await runs()) >= target, 240_000, `${target} jobs started`).catch(explain);
     if (!leaderKilled && kill >= 2) {
       await cluster.kill(leader ?? "n1");
       leaderKilled = true;
@@ -84,11 +91,7 @@ it(`${total.toLocaleString("en")} jobs on a 3-node cluster with 4 worker process
     running.delete(workers[victim]!);
     workers[victim] = startWorker();
   }
-  await eventually(async () => (await runs()) === total, Math.max(60_000, total * 3), "every job started").catch(async (error: unknown) => {
-    const info = await stream.jsm.consumers.info(stream.name, queue.settings.consumer).catch((e: Error) => e.message);
-    console.log("not every job started:", await runs(), await count(`SELECT count(*) AS n FROM ${t.schema}.outbox`), await stream.count().catch(() => -1), JSON.stringify(info).slice(0, 1500), workers.map((w) => JSON.stringify(w.logs.slice(-3)) + w.stderr().slice(-300)));
-    throw error;
-  });
+  await eventually(async () => (await runs()) === total, Math.max(60_000, total * 3), "every job started").catch(explain);
   // Done: acknowledged, so the work-queue stream is empty (and nothing is left in the outbox).
   await eventually(async () => (await stream.count().catch(() => -1)) === 0, 120_000, "an empty work queue");
   const seconds = (performance.now() - began) / 1000;
