@@ -46,32 +46,49 @@ export async function openQueue(queue: ResolvedQueue, ensureConsumer: boolean, n
   } catch (error) {
     throw new ErrandError("broker_unreachable", `cannot connect to NATS at ${redactUrl(queue.servers)}: ${(error as Error).message}`, { cause: error });
   }
-  try {
-    const jsm = await js.jetstreamManager(nc, { timeout: 10_000 });
-    const info = await jsm.streams.info(queue.stream).catch((error: unknown) => {
-      throw new ErrandError(
-        "broker_unreachable",
-        `JetStream stream '${queue.stream}' is not usable at ${redactUrl(queue.servers)} (${(error as Error).message}): create it first as a work queue capturing ${queue.subject}, e.g. nats stream add ${queue.stream} --subjects '${queue.subject}' --retention work`,
-        { cause: error },
-      );
-    });
-    const problem = streamProblem(info.config, queue);
-    if (problem) throw new ErrandError("broker_unreachable", `JetStream stream '${queue.stream}' cannot carry queue '${queue.queue}': ${problem}`);
-    if (ensureConsumer) {
-      const config = { durable_name: queue.consumer, ack_policy: js.AckPolicy.Explicit, ack_wait: queue.ackWaitMs * 1_000_000, max_deliver: -1, filter_subject: queue.subject };
-      const existing = await jsm.consumers.info(queue.stream, queue.consumer).catch(() => undefined);
-      if (existing === undefined) await jsm.consumers.add(queue.stream, config);
-      else if (existing.config.ack_wait !== config.ack_wait || existing.config.filter_subject !== config.filter_subject) {
-        await jsm.consumers.update(queue.stream, queue.consumer, { ack_wait: config.ack_wait, filter_subject: config.filter_subject });
+  // A cluster electing a new leader answers with timeouts or "no responders" for a few
+  // seconds: those are retried for up to 20 s; a missing or unfit stream fails at once.
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    try {
+      const consumer = await checkAndBind(js, nc, queue, ensureConsumer);
+      return { nc, consumer, close: () => nc.close() };
+    } catch (error) {
+      const definite = error instanceof ErrandError || /not found/i.test((error as Error).message);
+      if (definite || Date.now() > deadline) {
+        await nc.close();
+        if (error instanceof ErrandError) throw error;
+        throw new ErrandError("broker_unreachable", `JetStream at ${redactUrl(queue.servers)} refused queue '${queue.queue}': ${(error as Error).message}`, { cause: error });
       }
+      await new Promise((resolve) => setTimeout(resolve, 500));
     }
-    const consumer = await js.jetstream(nc).consumers.get(queue.stream, queue.consumer);
-    return { nc, consumer, close: () => nc.close() };
-  } catch (error) {
-    await nc.close();
-    if (error instanceof ErrandError) throw error;
-    throw new ErrandError("broker_unreachable", `JetStream at ${redactUrl(queue.servers)} refused queue '${queue.queue}': ${(error as Error).message}`, { cause: error });
   }
+}
+
+async function checkAndBind(js: Js, nc: NatsConnection, queue: ResolvedQueue, ensureConsumer: boolean): Promise<JobConsumer> {
+  const jsm = await js.jetstreamManager(nc, { timeout: 10_000 });
+  const info = await jsm.streams.info(queue.stream).catch((error: unknown) => {
+    if (!/not found/i.test((error as Error).message)) throw error;
+    throw new ErrandError(
+      "broker_unreachable",
+      `JetStream stream '${queue.stream}' is not usable at ${redactUrl(queue.servers)} (${(error as Error).message}): create it first as a work queue capturing ${queue.subject}, e.g. nats stream add ${queue.stream} --subjects '${queue.subject}' --retention work`,
+      { cause: error },
+    );
+  });
+  const problem = streamProblem(info.config, queue);
+  if (problem) throw new ErrandError("broker_unreachable", `JetStream stream '${queue.stream}' cannot carry queue '${queue.queue}': ${problem}`);
+  if (ensureConsumer) {
+    const config = { durable_name: queue.consumer, ack_policy: js.AckPolicy.Explicit, ack_wait: queue.ackWaitMs * 1_000_000, max_deliver: -1, filter_subject: queue.subject };
+    const existing = await jsm.consumers.info(queue.stream, queue.consumer).catch((error: unknown) => {
+      if (/not found/i.test((error as Error).message)) return undefined;
+      throw error;
+    });
+    if (existing === undefined) await jsm.consumers.add(queue.stream, config);
+    else if (existing.config.ack_wait !== config.ack_wait || existing.config.filter_subject !== config.filter_subject) {
+      await jsm.consumers.update(queue.stream, queue.consumer, { ack_wait: config.ack_wait, filter_subject: config.filter_subject });
+    }
+  }
+  return js.jetstream(nc).consumers.get(queue.stream, queue.consumer);
 }
 
 /** Why the stream cannot carry the queue's jobs, or undefined. */
