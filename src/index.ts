@@ -68,3 +68,7 @@ export { fromDrizzle, type DrizzleDatabase, type DrizzleSqlHelper } from "./driv
 export type { MessageSpec, PublishOptions, PublishResult } from "./outbox/publish.js";
 export type { Relay, RelayOptions, RelayEvent, RelayResult } from "./outbox/relay.js";
 export type { TransportOptions } from "./outbox/transport.js";
+export { JetStreamQueue, type JetStreamQueueStats, type ErrandLike } from "./jetstream/queue.js";
+export type { JetStreamQueueOptions } from "./jetstream/options.js";
+export type { JetStreamEnqueueOptions } from "./jetstream/message.js";
+export type { JetStreamWorker, JetStreamWorkerOptions, JetStreamWorkerEvent } from "./jetstream/worker.js";

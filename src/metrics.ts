@@ -13,4 +13,5 @@
  * @module
  */
 export { registerQueueGauges, metricsFromEvents } from "./observe/metrics.js";
+export { registerJetStreamGauges } from "./jetstream/metrics.js";
 export { startMetricsServer, type MetricsServer, type MetricsServerOptions } from "./observe/metrics-server.js";

@@ -5,6 +5,7 @@ import { runWorkers, spawnChild } from "./children.js";
 import { backendsOf, cpuBetween, postgresCpu } from "./pg-cpu.js";
 import { runPgbench } from "./pgbench.js";
 import { relayThroughput } from "./relay.js";
+import { jetstreamJobs } from "./jetstream.js";
 
 async function adapterFor(system, ns) {
   return (await import(`../systems/${system}.js`)).create(ns);
@@ -232,6 +233,14 @@ export function scenarios(cfg) {
       measure: (s, ns) => processJobs(s, ns, { count: cfg.processDefault, capMs: cfg.capMs, mode: "progress" }) },
     { id: "feat_batch", group: "features", title: "process jobs enqueued in batches of 1,000 with a callback (defaults)", unit: "jobs/s", higher: true, systems: ["errand"],
       measure: (s, ns) => processJobs(s, ns, { count: cfg.processDefault, capMs: cfg.capMs, mode: "batch", batched: true }) },
+    // Beyond one database: the JetStream transport with 1, 2 and 4 worker processes, beside
+    // errand on PostgreSQL with 4 (process_best and two_workers are its 1 and 2).
+    { id: "four_workers", group: "jetstream", title: "4 worker processes, best settings", unit: "jobs/s", higher: true, systems: ["errand"],
+      measure: (s, ns) => processJobs(s, ns, { count: cfg.processBest, capMs: cfg.capMs, mode: "best", workers: 4 }) },
+    ...[1, 2, 4].map((workers) => ({
+      id: `jetstream_${workers}`, group: "jetstream", title: `JetStream transport, ${workers} worker process${workers > 1 ? "es" : ""} (concurrency 100 each)`, unit: "jobs/s", higher: true, systems: ["errand"],
+      measure: (_s, ns) => jetstreamJobs(ns, { count: cfg.processBest, capMs: cfg.capMs, workers }),
+    })),
     // Limits (errand: concurrency keys; the cost beside process_default, same count and settings).
     { id: "keyed_limit", group: "limits", title: "per-key concurrency limit: 50 keys, at most 2 running each (defaults)", unit: "jobs/s", higher: true, systems: ["errand"],
       measure: (s, ns) => processJobs(s, ns, { count: cfg.processDefault, capMs: cfg.capMs, mode: "default", keys: 50, before: errandLimits({ "k*": { concurrency: 2 } }) }) },

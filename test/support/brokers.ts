@@ -96,3 +96,31 @@ export function checkOrderPerKey(received: readonly Received[]): Map<string, num
   }
   return next;
 }
+
+/**
+ * A JetStream work-queue stream for a JetStream job queue's tests: it captures
+ * `<prefix>.>`, so a queue with `subjectPrefix` set to {@link subjectPrefix} lands in it.
+ * `options` override the stream's settings (retention, subjects, max_msg_size) for the
+ * bad-input tests.
+ */
+export async function testJobStream(options: { retention?: "workqueue" | "limits"; subjects?: string[]; max_msg_size?: number; num_replicas?: number } = {}, servers = natsUrl) {
+  const prefix = uniqueName("j");
+  const name = prefix.toUpperCase();
+  const nc = await connect({ servers: servers.split(",").map((url) => new URL(url).host) });
+  const jsm = await jetstreamManager(nc);
+  await jsm.streams.add({ name, subjects: options.subjects ?? [`${prefix}.>`], retention: options.retention ?? "workqueue", duplicate_window: 120_000_000_000, ...(options.max_msg_size ? { max_msg_size: options.max_msg_size } : {}), num_replicas: options.num_replicas ?? 1 });
+  return {
+    name,
+    subjectPrefix: `${prefix}.`,
+    nc,
+    jsm,
+    /** Messages in the stream: a work queue holds the jobs not yet acknowledged. */
+    async count(): Promise<number> {
+      return (await jsm.streams.info(name)).state.messages;
+    },
+    async close(): Promise<void> {
+      await jsm.streams.delete(name).catch(() => {});
+      await nc.close();
+    },
+  };
+}

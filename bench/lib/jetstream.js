@@ -1,0 +1,63 @@
+// Job throughput on the JetStream transport (errand's JetStreamQueue): `count` no-op jobs
+// enqueued into the outbox and relayed to a work-queue stream of the NATS server at
+// BENCH_NATS_URL (not timed), then run by `workers` worker processes; the rate is taken
+// between the first and the last handler call, as processJobs does for PostgreSQL.
+import { fork } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { dropSchema, pgUrl, sleep, withPg } from "./common.js";
+
+export const natsUrl = process.env.BENCH_NATS_URL ?? "nats://127.0.0.1:4222";
+const workerScript = fileURLToPath(new URL("./jetstream-worker.js", import.meta.url));
+
+/** The queue's settings for schema `ns`: its own stream and subject prefix. */
+export function queueFor(ns) {
+  return { queue: "bench", servers: natsUrl, stream: ns.toUpperCase().replace(/[^A-Z0-9_-]/g, "_"), subjectPrefix: `${ns}.` };
+}
+
+async function streams() {
+  const { connect } = await import("@nats-io/transport-node");
+  const { jetstreamManager } = await import("@nats-io/jetstream");
+  const nc = await connect({ servers: new URL(natsUrl).host });
+  return { nc, jsm: await jetstreamManager(nc) };
+}
+
+export async function jetstreamJobs(ns, { count, capMs, workers }) {
+  const { Errand, JetStreamQueue } = await import("../../dist/index.js");
+  const settings = queueFor(ns);
+  await dropSchema(ns);
+  const errand = await Errand.open({ connectionString: pgUrl, schema: ns });
+  const { nc, jsm } = await streams();
+  await jsm.streams.delete(settings.stream).catch(() => {});
+  await jsm.streams.add({ name: settings.stream, subjects: [`${ns}.>`], retention: "workqueue" });
+  const children = [];
+  try {
+    const queue = new JetStreamQueue(errand, settings);
+    for (let i = 0; i < count; i += 1000) await queue.enqueueMany(Array.from({ length: Math.min(1000, count - i) }, (_, j) => ({ kind: "bench", payload: { i: i + j } })));
+    const relay = errand.relay({ to: natsUrl, stream: settings.stream, subjectPrefix: settings.subjectPrefix, batchSize: 1000, pollIntervalMs: 50 });
+    await relay.start();
+    while ((await jsm.streams.info(settings.stream)).state.messages < count) await sleep(50);
+    await relay.stop();
+    for (let i = 0; i < workers; i++) children.push(fork(workerScript, [ns], { stdio: ["ignore", "inherit", "inherit", "ipc"] }));
+    // The cap counts from the moment every worker is up (starting node processes is not the transport's cost).
+    await Promise.all(children.map((child) => new Promise((resolve) => child.once("message", resolve))));
+    const deadline = performance.now() + capMs;
+    while ((await jsm.streams.info(settings.stream)).state.messages > 0 && performance.now() < deadline) await sleep(20);
+    const results = await Promise.all(children.map((child) => new Promise((resolve) => {
+      child.once("message", resolve);
+      child.kill("SIGTERM");
+    })));
+    const handled = results.reduce((s, r) => s + r.count, 0);
+    const first = Math.min(...results.map((r) => r.first ?? Infinity));
+    const last = Math.max(...results.map((r) => r.last ?? -Infinity));
+    if (handled < count) throw new Error(`jetstream: ${handled} of ${count} jobs handled within ${capMs} ms`);
+    const dead = await withPg(async (c) => Number((await c.query(`SELECT count(*) FROM "${ns}".jobs WHERE status = 'dead'`)).rows[0].count));
+    if (dead > 0) throw new Error(`jetstream: ${dead} dead jobs`);
+    return { value: ((handled - 1) / (last - first)) * 1000, handled, workers };
+  } finally {
+    for (const child of children) child.kill("SIGKILL");
+    await jsm.streams.delete(settings.stream).catch(() => {});
+    await nc.close();
+    await errand.close();
+    await dropSchema(ns);
+  }
+}
