@@ -47,7 +47,7 @@ export type { Worker, WorkerOptions, WorkerEvent } from "./worker/worker.js";
 export type { Handler, HandlerFor, Handlers, JobContext } from "./worker/handlers.js";
 export type { ClaimedJob } from "./worker/executor.js";
 export { isolated, type IsolatedHandler, type IsolatedOptions, type IsolationMode } from "./worker/isolated.js";
-export { Limits, parseRate, type LimitOptions, type LimitInfo, type Rate } from "./limits.js";
+export { Limits, parseRate, type LimitOptions, type LimitInfo, type QueueLimitInfo, type Rate } from "./limits.js";
 export { Schedules, type DeclareOptions } from "./schedules/schedules.js";
 export { Scheduler, type SchedulerOptions, type SchedulerEvent, type SchedulerTick } from "./schedules/scheduler.js";
 export type { ScheduleSpec, ScheduleSettings, OverlapPolicy, MissedPolicy, ScheduleJobOptions } from "./schedules/spec.js";

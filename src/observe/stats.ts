@@ -1,4 +1,5 @@
 import type { Driver } from "../driver/types.js";
+import { type LimitInfo, readLimits } from "../limits.js";
 import { type QueueDepth, readQueueDepths } from "../queues.js";
 import { observeQueriesFor } from "../sql/observe.js";
 import { outboxQueriesFor } from "../sql/outbox.js";
@@ -63,6 +64,8 @@ export interface QueueStats {
   readonly queues: Readonly<Record<string, QueueDepth>>;
   /** The kinds paused now (`errand.pause({ kind })`), in name order. */
   readonly pausedKinds: readonly string[];
+  /** Every concurrency-key limit (`errand.limits.set`): running vs its limit, ready, and held back by its rate now. */
+  readonly limits: readonly LimitInfo[];
 }
 
 interface StatsRow {
@@ -93,17 +96,18 @@ interface StatsRow {
  * what it costs). Usually called as `errand.stats()`.
  */
 export async function readStats(driver: Driver, schema: string): Promise<QueueStats> {
-  const [{ rows }, { queues, pausedKinds }, backlog] = await Promise.all([
+  const [{ rows }, { queues, pausedKinds }, backlog, limits] = await Promise.all([
     driver.run<StatsRow>(observeQueriesFor(schema).stats, []),
     readQueueDepths(driver, schema),
     driver.run<{ messages: string | number; oldest_ms: string | number | null }>(outboxQueriesFor(schema).backlog, []),
+    readLimits(driver, schema),
   ]);
   const at = new Date(rows[0]!.at);
   const kinds: Record<string, KindStats> = {};
   for (const row of rows) if (row.kind !== null) kinds[row.kind] = toKindStats(row);
   const { messages, oldest_ms } = backlog.rows[0]!;
   const outbox = { messages: Number(messages), oldestAgeMs: oldest_ms === null ? null : Math.max(0, Math.round(Number(oldest_ms))) };
-  return { at, total: sumStats(Object.values(kinds)), kinds, queues, pausedKinds, outbox };
+  return { at, total: sumStats(Object.values(kinds)), kinds, queues, pausedKinds, limits, outbox };
 }
 
 function toKindStats(row: StatsRow): KindStats {

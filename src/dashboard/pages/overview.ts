@@ -3,6 +3,7 @@ import { throughputChart } from "../chart.js";
 import type { MinuteCount } from "../data.js";
 import { type Html, html } from "../html.js";
 import { type PageContext, count, duration, href, page } from "../layout.js";
+import { limitsSection } from "./limits.js";
 import { type PauseDone, pausedNotice, queuesSection } from "./queues.js";
 
 /** Everything the overview shows. */
@@ -60,6 +61,7 @@ ${kinds.length === 0
 <tbody>${kinds.map(row)}</tbody>
 </table></div>`}
 ${queuesSection(ctx, numbers.stats)}
+${limitsSection(numbers.stats)}
 </div>`;
   return page(ctx, { title: "Overview", section: "overview", body, refreshSeconds });
 }
