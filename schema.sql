@@ -429,6 +429,14 @@ CREATE TABLE errand.schedules (
     CONSTRAINT schedules_overlap_check CHECK ((overlap = ANY (ARRAY['skip'::text, 'allow'::text])))
 );
 
+CREATE TABLE errand.workers (
+    id text NOT NULL,
+    queues text[] NOT NULL,
+    kinds text[] NOT NULL,
+    started_at timestamp with time zone DEFAULT now() NOT NULL,
+    seen_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
 ALTER TABLE ONLY errand.alert_incidents
     ADD CONSTRAINT alert_incidents_pkey PRIMARY KEY (key);
 
@@ -482,6 +490,9 @@ ALTER TABLE ONLY errand.schedule_runs
 
 ALTER TABLE ONLY errand.schedules
     ADD CONSTRAINT schedules_pkey PRIMARY KEY (name);
+
+ALTER TABLE ONLY errand.workers
+    ADD CONSTRAINT workers_pkey PRIMARY KEY (id);
 
 CREATE INDEX batches_open ON errand.batches USING btree (id) WHERE (finished_at IS NULL);
 

@@ -53,7 +53,7 @@ export { Scheduler, type SchedulerOptions, type SchedulerEvent, type SchedulerTi
 export type { ScheduleSpec, ScheduleSettings, OverlapPolicy, MissedPolicy, ScheduleJobOptions } from "./schedules/spec.js";
 export type { ScheduleInfo } from "./schedules/info.js";
 export type { Clock } from "./clock.js";
-export type { QueueStats, KindStats, WindowStats, OutboxStats } from "./observe/stats.js";
+export type { QueueStats, KindStats, WindowStats, OutboxStats, UnservedJobs } from "./observe/stats.js";
 export { Purger, type PurgerOptions, type PurgeOptions, type PurgeResult, Pruner, type PrunerOptions, type PruneOptions, type PruneResult } from "./maintenance/purger.js";
 export { defaultRetentionMs } from "./defaults.js";
 export type { Rescuer, RescuerOptions, RescueResult } from "./maintenance/rescuer.js";

@@ -114,6 +114,7 @@ function formatStats(stats: QueueStats, withTotal: boolean, term: Terminal): str
     const held = l.rateHeld > 0 ? `, ${count(l.rateHeld)} held by its rate` : "";
     lines.push(`limit ${l.key}: ${count(l.running)} running${l.concurrency === null ? "" : ` of ${count(l.concurrency)}`}, ${count(l.ready)} ready${held}`);
   }
+  for (const u of stats.unserved) lines.push(paint(term, "yellow", `no live worker serves ${u.kind} in queue ${u.queue}: ${count(u.ready)} ready (a mistyped kind, or a queue no worker runs?)`));
   lines.push(`at ${stats.at.toISOString()}`);
   const dead = stats.total.dead;
   if (dead > 0) lines.push(paint(term, "red", `${dead} dead ${dead === 1 ? "job waits" : "jobs wait"} for a person: errand dead list`));

@@ -1,6 +1,6 @@
 import type { Migration } from "./migration.js";
 
-/** 017: a global concurrency limit per queue, and the limited claim that enforces it. */
+/** 017: a global concurrency limit per queue and the limited claim that enforces it; the registry of live workers. */
 export const migration: Migration = {
   version: 17,
   name: "queue-limits",
@@ -10,6 +10,18 @@ CREATE TABLE {{schema}}.queue_limits (
   queue       text        PRIMARY KEY CHECK (queue <> ''),
   concurrency int         NOT NULL CHECK (concurrency >= 1),
   updated_at  timestamptz NOT NULL DEFAULT now()
+);
+
+-- Live workers: what each serves (its queues and the kinds it has handlers for), so stats can
+-- name ready jobs no live worker would ever claim (a mistyped kind waits forever otherwise).
+-- Written at a worker's start and every 15 s, deleted at its stop; a row not seen for a
+-- minute is a dead worker's (rows older than a day are deleted by the next start or refresh).
+CREATE TABLE {{schema}}.workers (
+  id         text        PRIMARY KEY,
+  queues     text[]      NOT NULL,
+  kinds      text[]      NOT NULL,
+  started_at timestamptz NOT NULL DEFAULT now(),
+  seen_at    timestamptz NOT NULL DEFAULT now()
 );
 
 -- claim_limited: the claim of a queue with a limit (workers of an unlimited queue never call

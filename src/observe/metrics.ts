@@ -12,7 +12,7 @@ const snapshotMs = 1_000;
  * `errand_expired_leases{kind}`, `errand_recent_outcomes{kind,outcome,window}`,
  * `errand_failure_rate{kind,window}`, `errand_queue_jobs{queue,state}` (ready, scheduled,
  * running), `errand_queue_limit{queue}`, `errand_limit_jobs{key,state}` (running, ready, rate_held),
- * `errand_limit_concurrency{key}`, `errand_paused{scope,name}` (1 per paused queue or kind), `errand_outbox_messages`,
+ * `errand_limit_concurrency{key}`, `errand_unserved_jobs{queue,kind}`, `errand_paused{scope,name}` (1 per paused queue or kind), `errand_outbox_messages`,
  * `errand_outbox_oldest_age_seconds` and `errand_stats_up` (0 when the query failed;
  * the other gauges then keep their last values out of the scrape).
  *
@@ -89,6 +89,9 @@ export function registerQueueGauges(registry: Registry, read: () => Promise<Queu
   });
   gauge("errand_limit_concurrency", "a concurrency-key limit's concurrency (errand.limits.set)", ["key"], (g, stats) => {
     for (const l of stats.limits) if (l.concurrency !== null) g.set({ key: l.key }, l.concurrency);
+  });
+  gauge("errand_unserved_jobs", "ready jobs no live worker serves (no worker seen within a minute has their queue and a handler for their kind): a mistyped kind, or a queue no worker runs", ["queue", "kind"], (g, stats) => {
+    for (const u of stats.unserved) g.set({ queue: u.queue, kind: u.kind }, u.ready);
   });
   gauge("errand_paused", "1 for each paused queue (scope=queue) and kind (scope=kind): workers start none of its jobs", ["scope", "name"], (g, stats) => {
     for (const [queue, q] of Object.entries(stats.queues)) if (q.paused) g.set({ scope: "queue", name: queue }, 1);

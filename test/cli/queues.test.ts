@@ -26,7 +26,7 @@ describe("errand pause / resume / stats / worker --queue", () => {
     expect(table).toMatch(/default\s+1\s+0\s+0\s+active/);
     expect(table).toContain("paused kinds: mail");
     const json = JSON.parse((await cli("stats", "--json")).stdout) as { queues: Record<string, unknown>; pausedKinds: string[] };
-    expect(json.queues.email).toEqual({ ready: 0, scheduled: 0, running: 0, paused: true });
+    expect(json.queues.email).toEqual({ ready: 0, scheduled: 0, running: 0, paused: true, limit: null });
     expect(json.pausedKinds).toEqual(["mail"]);
     expect(JSON.parse((await cli("resume", "--queue", "email", "--json")).stdout)).toEqual({ resumed: true });
     expect((await cli("resume", "--kind", "mail")).stdout.trim()).toBe("resumed kind 'mail'");

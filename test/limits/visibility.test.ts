@@ -31,6 +31,7 @@ it("stats, metrics and the dashboard show running vs limit per queue and per key
   expect(text).toContain('errand_limit_jobs{key="api",state="running"} 2');
   expect(text).toContain('errand_limit_jobs{key="api",state="rate_held"} 3');
   expect(text).toContain('errand_limit_concurrency{key="api"} 5');
+  expect(text).toContain('errand_unserved_jobs{queue="email",kind="send"} 2'); // no worker runs at all here
 
   const page = await dashboardSession(createDashboard(t.errand)).get("/");
   expect(page.text).toMatch(/<tr data-queue="email"><th scope="row">email<\/th>\s*<td class="num">2<\/td><td class="num">0<\/td><td class="num">1<\/td><td class="num">10<\/td>/);

@@ -1,6 +1,6 @@
 import type { QueueStats } from "../../observe/stats.js";
 import { type Html, html } from "../html.js";
-import { count } from "../layout.js";
+import { count, notice } from "../layout.js";
 
 /**
  * The overview's concurrency-key limits (`errand.limits.set`), absent when there are none:
@@ -20,4 +20,14 @@ export function limitsSection(stats: QueueStats): Html | string {
 <thead><tr><th scope="col">Key</th><th scope="col" class="num">Running</th><th scope="col" class="num">Concurrency</th><th scope="col">Rate</th><th scope="col" class="num">Ready</th><th scope="col" class="num">Held by rate</th></tr></thead>
 <tbody>${rows}</tbody>
 </table></div>`;
+}
+
+/** A warning naming the kinds whose ready jobs no live worker serves; nothing when every job has a worker. */
+export function unservedWarning(stats: QueueStats): Html | string {
+  if (stats.unserved.length === 0) return "";
+  const items = stats.unserved.map((u) => html`<li data-unserved="${u.queue}/${u.kind}">${u.kind} in queue ${u.queue}: ${count(u.ready)} ready</li>`);
+  return notice(
+    html`<strong>No live worker serves these jobs.</strong> No worker seen within a minute has their queue and a handler for their kind: a mistyped kind, or a queue no worker was given. They wait until one does.<ul id="unserved">${items}</ul>`,
+    "error",
+  );
 }
