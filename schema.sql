@@ -152,6 +152,50 @@ BEGIN
 END;
 $$;
 
+CREATE FUNCTION errand.claim_limited(p_slots integer, p_worker text, p_leases jsonb, p_lease_ms double precision, p_after text, p_queue text, p_kinds text[]) RETURNS TABLE(id bigint, kind text, payload jsonb, attempts integer, started boolean, max_attempts integer, retry text, timeout_ms integer, run_at_ms double precision, created_at_ms double precision, checkpoint text, concurrency_key text, wait_ms double precision)
+    LANGUAGE plpgsql
+    AS $$
+#variable_conflict use_column
+DECLARE
+  room int := p_slots;
+  lim int;
+  n int;
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtext('errand.queue:"errand"'), hashtext(p_queue));
+  lim := (SELECT l.concurrency FROM "errand".queue_limits l WHERE l.queue = p_queue);
+  IF lim IS NOT NULL THEN
+    room := least(room, lim - (SELECT count(*) FROM "errand".jobs r
+                               WHERE r.locked_until IS NOT NULL AND r.status = 'running' AND r.queue = p_queue)::int);
+  END IF;
+  IF room <= 0 THEN
+    RETURN QUERY SELECT NULL::bigint, NULL::text, NULL::jsonb, NULL::int, NULL::boolean, NULL::int, NULL::text, NULL::int,
+                        NULL::float8, NULL::float8, NULL::text, p_after, NULL::float8;
+    RETURN;
+  END IF;
+  RETURN QUERY SELECT * FROM "errand".claim_keyed(room, p_worker, p_leases, p_lease_ms, p_after, p_queue, p_kinds);
+  GET DIAGNOSTICS n = ROW_COUNT;
+  room := room - (n - 1);
+  IF room > 0 THEN
+    RETURN QUERY
+      WITH next AS (
+        SELECT r.ctid FROM "errand".jobs r
+        WHERE r.status = 'ready' AND r.queue = p_queue AND r.concurrency_key IS NULL AND r.run_at <= now() AND r.kind = ANY(p_kinds)
+        ORDER BY r.priority DESC, r.run_at, r.id
+        LIMIT room
+        FOR UPDATE SKIP LOCKED
+      )
+      UPDATE "errand".jobs j
+      SET status = 'running', attempts = j.attempts + 1, locked_by = p_worker,
+          locked_until = now() + coalesce((p_leases ->> j.kind)::float8, p_lease_ms) * interval '1 millisecond',
+          started_at = now()
+      WHERE j.ctid = ANY(ARRAY(SELECT ctid FROM next))
+      RETURNING j.id, j.kind, j.payload, j.attempts, true, j.max_attempts, j.retry::text, j.timeout_ms,
+                (extract(epoch FROM j.run_at) * 1000)::float8, (extract(epoch FROM j.created_at) * 1000)::float8,
+                j.checkpoint::text, NULL::text, NULL::float8;
+  END IF;
+END;
+$$;
+
 CREATE FUNCTION errand.count_deletes() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
@@ -337,6 +381,14 @@ CREATE TABLE errand.pauses (
     CONSTRAINT pauses_scope_check CHECK ((scope = ANY (ARRAY['queue'::text, 'kind'::text])))
 );
 
+CREATE TABLE errand.queue_limits (
+    queue text NOT NULL,
+    concurrency integer NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT queue_limits_concurrency_check CHECK ((concurrency >= 1)),
+    CONSTRAINT queue_limits_queue_check CHECK ((queue <> ''::text))
+);
+
 CREATE TABLE errand.schedule_runs (
     schedule text NOT NULL,
     slot timestamp with time zone NOT NULL,
@@ -375,6 +427,14 @@ CREATE TABLE errand.schedules (
     CONSTRAINT schedules_missed_check CHECK ((missed = ANY (ARRAY['skip'::text, 'latest'::text, 'catch_up'::text]))),
     CONSTRAINT schedules_name_check CHECK ((name <> ''::text)),
     CONSTRAINT schedules_overlap_check CHECK ((overlap = ANY (ARRAY['skip'::text, 'allow'::text])))
+);
+
+CREATE TABLE errand.workers (
+    id text NOT NULL,
+    queues text[] NOT NULL,
+    kinds text[] NOT NULL,
+    started_at timestamp with time zone DEFAULT now() NOT NULL,
+    seen_at timestamp with time zone DEFAULT now() NOT NULL
 );
 
 ALTER TABLE ONLY errand.alert_incidents
@@ -422,11 +482,17 @@ ALTER TABLE ONLY errand.outcome_counts
 ALTER TABLE ONLY errand.pauses
     ADD CONSTRAINT pauses_pkey PRIMARY KEY (scope, name);
 
+ALTER TABLE ONLY errand.queue_limits
+    ADD CONSTRAINT queue_limits_pkey PRIMARY KEY (queue);
+
 ALTER TABLE ONLY errand.schedule_runs
     ADD CONSTRAINT schedule_runs_pkey PRIMARY KEY (schedule, slot);
 
 ALTER TABLE ONLY errand.schedules
     ADD CONSTRAINT schedules_pkey PRIMARY KEY (name);
+
+ALTER TABLE ONLY errand.workers
+    ADD CONSTRAINT workers_pkey PRIMARY KEY (id);
 
 CREATE INDEX batches_open ON errand.batches USING btree (id) WHERE (finished_at IS NULL);
 

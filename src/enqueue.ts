@@ -12,10 +12,9 @@ import type { ResolvedKind } from "./options.js";
 import { checkConcurrencyKey } from "./limits.js";
 import { serialisePayload } from "./payload.js";
 import { type RetryPolicy, resolveRetryPolicy } from "./retry-policy.js";
-import { checkQueueName } from "./queues.js";
 import { queriesFor } from "./sql/jobs.js";
 import { limitQueriesFor } from "./sql/limits.js";
-import { checkDate, checkKeys, checkMaxAttempts, checkText, integer, nonNegativeMs, timeoutMs } from "./validate.js";
+import { checkDate, checkKeys, checkMaxAttempts, checkQueueName, checkText, integer, nonNegativeMs, timeoutMs } from "./validate.js";
 
 /** Options for one job at enqueue time. */
 export interface EnqueueOptions {

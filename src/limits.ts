@@ -6,7 +6,7 @@
 import type { Driver } from "./driver/types.js";
 import { ValidationError } from "./errors.js";
 import { limitQueriesFor } from "./sql/limits.js";
-import { checkKeys, checkText, integerIn } from "./validate.js";
+import { checkKeys, checkQueueName, checkText, integerIn } from "./validate.js";
 
 /** Longest concurrency key, in bytes of UTF-8 (it is indexed). */
 const maxKeyBytes = 1000;
@@ -66,6 +66,17 @@ export interface LimitInfo {
   readonly running: number;
   /** Jobs of the matching keys ready (due or not), waiting for their turn. */
   readonly ready: number;
+  /** Of those, the due ones held back by their key's rate now (its window is full). */
+  readonly rateHeld: number;
+}
+
+/** A queue's global concurrency limit, with its running jobs now. */
+export interface QueueLimitInfo {
+  readonly queue: string;
+  /** At most this many of the queue's jobs running at once, across every worker. */
+  readonly concurrency: number;
+  /** The queue's jobs running now (every worker's). */
+  readonly running: number;
 }
 
 interface LimitRow {
@@ -75,6 +86,7 @@ interface LimitRow {
   rate_period_ms: number | null;
   running: string | number;
   ready: string | number;
+  rate_held: string | number;
 }
 
 /**
@@ -119,15 +131,49 @@ export class Limits {
     return rows.length > 0;
   }
 
-  /** Every limit, by key, with the running and ready jobs of the keys it covers. */
-  async list(): Promise<LimitInfo[]> {
-    const { rows } = await this.#driver.run<LimitRow>(limitQueriesFor(this.#schema).list, []);
-    return rows.map((row) => ({
-      key: row.key,
-      concurrency: row.concurrency === null ? null : Number(row.concurrency),
-      rate: row.rate_count === null || row.rate_period_ms === null ? null : { count: Number(row.rate_count), periodMs: Number(row.rate_period_ms) },
-      running: Number(row.running),
-      ready: Number(row.ready),
-    }));
+  /**
+   * Sets (or replaces) the global concurrency limit of `queue`: at most `concurrency` of its
+   * jobs running at once across every worker (each worker's own `queues: { name: n }` still
+   * caps it locally). Workers learn it within a second (a notice, else their poll); from then
+   * on they claim that queue's jobs only for free handler slots, one claim at a time per
+   * queue. Queues without a limit are claimed as before, at no cost.
+   */
+  async setQueue(queue: string, options: { readonly concurrency: number }): Promise<void> {
+    checkQueueName(queue, "queue");
+    checkKeys(options, "options", ["concurrency"]);
+    if (options === undefined || options.concurrency === undefined) throw new ValidationError("concurrency", "give the queue's limit, e.g. { concurrency: 10 } (to lift it, use limits.removeQueue)");
+    const concurrency = integerIn(options.concurrency, "concurrency", 1, maxInt);
+    await this.#driver.run(limitQueriesFor(this.#schema).setQueue, [queue, concurrency]);
   }
+
+  /** Removes the concurrency limit of `queue`; returns whether it had one. */
+  async removeQueue(queue: string): Promise<boolean> {
+    checkQueueName(queue, "queue");
+    const { rows } = await this.#driver.run(limitQueriesFor(this.#schema).removeQueue, [queue]);
+    return rows.length > 0;
+  }
+
+  /** Every queue limit, by queue, with the queue's running jobs. */
+  async listQueues(): Promise<QueueLimitInfo[]> {
+    const { rows } = await this.#driver.run<{ queue: string; concurrency: number; running: string | number }>(limitQueriesFor(this.#schema).listQueues, []);
+    return rows.map((row) => ({ queue: row.queue, concurrency: Number(row.concurrency), running: Number(row.running) }));
+  }
+
+  /** Every limit, by key, with the running, ready and rate-held jobs of the keys it covers. */
+  list(): Promise<LimitInfo[]> {
+    return readLimits(this.#driver, this.#schema);
+  }
+}
+
+/** Every limit, by key, with what its keys hold now (`errand.limits.list()`, and `stats().limits`). */
+export async function readLimits(driver: Driver, schema: string): Promise<LimitInfo[]> {
+  const { rows } = await driver.run<LimitRow>(limitQueriesFor(schema).list, []);
+  return rows.map((row) => ({
+    key: row.key,
+    concurrency: row.concurrency === null ? null : Number(row.concurrency),
+    rate: row.rate_count === null || row.rate_period_ms === null ? null : { count: Number(row.rate_count), periodMs: Number(row.rate_period_ms) },
+    running: Number(row.running),
+    ready: Number(row.ready),
+    rateHeld: Number(row.rate_held),
+  }));
 }

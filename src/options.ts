@@ -1,8 +1,7 @@
 import { defaultMaxAttempts, defaultPriority, defaultQueue } from "./defaults.js";
-import { checkQueueName } from "./queues.js";
 import { type RetryPolicy, resolveRetryPolicy } from "./retry-policy.js";
 import { checkConcurrencyKey } from "./limits.js";
-import { checkKeys, checkMaxAttempts, integer, positiveMs, timeoutMs } from "./validate.js";
+import { checkKeys, checkMaxAttempts, checkQueueName, integer, positiveMs, timeoutMs } from "./validate.js";
 
 
 /** Settings for one job kind, shared by producers (defaults) and workers. */

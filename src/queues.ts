@@ -7,28 +7,10 @@ import type { Driver } from "./driver/types.js";
 import { ValidationError } from "./errors.js";
 import { maxKindLength } from "./enqueue.js";
 import { queueQueriesFor } from "./sql/queues.js";
-import { checkText, integerIn } from "./validate.js";
-
-/** Longest queue name, in characters. */
-export const maxQueueLength = 100;
+import { checkQueueName, checkText, integerIn } from "./validate.js";
 
 /** Most handlers one queue of a worker runs at once (as for `concurrency`). */
 const maxQueueConcurrency = 10_000;
-
-/**
- * Checks a queue name: letters, digits and `_ . : -`, starting with a letter or digit, at
- * most 100 characters — so it reads the same in a flag (`--queue email=10`), a metric
- * label and a URL.
- */
-export function checkQueueName(value: unknown, field: string): string {
-  if (typeof value !== "string" || !/^[A-Za-z0-9][A-Za-z0-9_.:-]*$/.test(value) || value.length > maxQueueLength) {
-    throw new ValidationError(
-      field,
-      `must be a queue name: letters, digits and _ . : - (starting with a letter or digit), at most ${maxQueueLength} characters (got ${JSON.stringify(value)})`,
-    );
-  }
-  return value;
-}
 
 /**
  * A worker's queues and each one's concurrency, from its options: `queues` (name →
@@ -108,16 +90,18 @@ export interface QueueDepth {
   readonly running: number;
   /** Paused: workers start none of its jobs. */
   readonly paused: boolean;
+  /** Its global concurrency limit (`errand.limits.setQueue`), to read beside `running`; null: none. */
+  readonly limit: number | null;
 }
 
-/** Per queue (name order; a queue with no ready or running job is absent unless paused), and the paused kinds. */
+/** Per queue (name order; a queue with no ready or running job is absent unless paused or limited), and the paused kinds. */
 export async function readQueueDepths(driver: Driver, schema: string): Promise<{ queues: Record<string, QueueDepth>; pausedKinds: string[] }> {
   const queries = queueQueriesFor(schema);
   const [depths, pauses] = await Promise.all([
-    driver.run<{ queue: string; ready: string | number; scheduled: string | number; running: string | number; paused: boolean }>(queries.queueDepths, []),
+    driver.run<{ queue: string; ready: string | number; scheduled: string | number; running: string | number; paused: boolean; concurrency_limit: number | null }>(queries.queueDepths, []),
     driver.run<{ scope: string; name: string }>(queries.listPauses, []),
   ]);
   const queues: Record<string, QueueDepth> = {};
-  for (const row of depths.rows) queues[row.queue] = { ready: Number(row.ready), scheduled: Number(row.scheduled), running: Number(row.running), paused: row.paused };
+  for (const row of depths.rows) queues[row.queue] = { ready: Number(row.ready), scheduled: Number(row.scheduled), running: Number(row.running), paused: row.paused, limit: row.concurrency_limit === null ? null : Number(row.concurrency_limit) };
   return { queues, pausedKinds: pauses.rows.filter((row) => row.scope === "kind").map((row) => row.name) };
 }

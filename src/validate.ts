@@ -167,3 +167,21 @@ function show(value: unknown): string {
   }
   return text.length > 80 ? `${text.slice(0, 77)}…` : text;
 }
+
+/** Longest queue name, in characters. */
+export const maxQueueLength = 100;
+
+/**
+ * Checks a queue name: letters, digits and `_ . : -`, starting with a letter or digit, at
+ * most 100 characters — so it reads the same in a flag (`--queue email=10`), a metric
+ * label and a URL.
+ */
+export function checkQueueName(value: unknown, field: string): string {
+  if (typeof value !== "string" || !/^[A-Za-z0-9][A-Za-z0-9_.:-]*$/.test(value) || value.length > maxQueueLength) {
+    throw new ValidationError(
+      field,
+      `must be a queue name: letters, digits and _ . : - (starting with a letter or digit), at most ${maxQueueLength} characters (got ${JSON.stringify(value)})`,
+    );
+  }
+  return value;
+}

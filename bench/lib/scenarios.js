@@ -33,6 +33,31 @@ function errandLimits(limits) {
   });
 }
 
+/** Stores errand queue limits (queue → concurrency) in namespace `ns` (migration 017's table). */
+function errandQueueLimits(limits) {
+  return (ns) => withPg(async (c) => {
+    for (const [queue, concurrency] of Object.entries(limits)) await c.query(`INSERT INTO "${ns}".queue_limits (queue, concurrency) VALUES ($1, $2)`, [queue, concurrency]);
+  });
+}
+
+/** A peer's "best" worker settings with `extra` on top, as a json: mode (see knobsFor). */
+async function peerMode(system, extra) {
+  const { settings } = await import(`../systems/${system}.js`);
+  return `json:${JSON.stringify({ ...settings.best, ...extra })}`;
+}
+
+/** BullMQ's global concurrency for queue "bench" under prefix `ns` (BullMQ 5.x+ open source). */
+function bullmqGlobalConcurrency(n) {
+  return async (ns) => {
+    const { Queue } = await import("bullmq");
+    const { default: IORedis } = await import("ioredis");
+    const { redis } = await import("./common.js");
+    const queue = new Queue("bench", { connection: new IORedis({ ...redis, maxRetriesPerRequest: null }), prefix: ns });
+    await queue.setGlobalConcurrency(n);
+    await queue.close();
+  };
+}
+
 async function enqueue(role, system, ns, count, batch) {
   const adapter = await adapterFor(system, ns);
   await adapter.setup();
@@ -257,6 +282,28 @@ export function scenarios(cfg) {
       measure: (s, ns) => relayThroughput(ns, { broker: "amqp", count: cfg.processDefault, keys: 100 }) },
     { id: "relay_amqp_keyless", group: "relay", title: "outbox relay to RabbitMQ, no key", unit: "msg/s", higher: true, systems: ["errand"],
       measure: (s, ns) => relayThroughput(ns, { broker: "amqp", count: cfg.processDefault, keys: 0 }) },
+    // Limits beside the peers that have them in their open-source versions (errand on its
+    // defaults, as above; the peers on their best settings plus the feature):
+    // pg-boss 12 `group: { id }` jobs + `work({ groupConcurrency: 2 })` (global per group);
+    // BullMQ 6 `Worker({ limiter: { max, duration } })` (a queue's rate) and
+    // `queue.setGlobalConcurrency(n)` (a queue's concurrency). BullMQ groups are Pro only.
+    { id: "peer_keyed_limit", group: "limits", title: "per-key concurrency limit beside pg-boss groups: 50 keys, at most 2 running each", unit: "jobs/s", higher: true, systems: ["errand", "pgboss"],
+      measure: async (s, ns) => s === "errand"
+        ? processJobs(s, ns, { count: cfg.processDefault, capMs: cfg.capMs, mode: "default", keys: 50, before: errandLimits({ "k*": { concurrency: 2 } }) })
+        : processJobs(s, ns, { count: cfg.processDefault, capMs: cfg.capMs, mode: await peerMode(s, { groupConcurrency: 2 }), keys: 50 }) },
+    { id: "peer_rate_limit", group: "limits", title: "rate limit 1,000/s beside BullMQ's limiter: the rate reached", unit: "jobs/s", higher: true, systems: ["errand", "bullmq"],
+      measure: async (s, ns) => s === "errand"
+        ? processJobs(s, ns, { count: Math.min(cfg.processDefault, 5_000), capMs: cfg.capMs, mode: "default", keys: 1, before: errandLimits({ k0: { rate_count: 1000, rate_period_ms: 1000 } }) })
+        : processJobs(s, ns, { count: Math.min(cfg.processDefault, 5_000), capMs: cfg.capMs, mode: await peerMode(s, { limiter: { max: 1000, duration: 1000 } }) }) },
+    { id: "queue_limit", group: "limits", title: "a queue with a global concurrency limit of 10 (errand defaults; BullMQ setGlobalConcurrency)", unit: "jobs/s", higher: true, systems: ["errand", "bullmq"],
+      measure: async (s, ns) => s === "errand"
+        ? processJobs(s, ns, { count: cfg.processDefault, capMs: cfg.capMs, mode: "default", before: errandQueueLimits({ default: 10 }) })
+        : processJobs(s, ns, { count: cfg.processDefault, capMs: cfg.capMs, mode: await peerMode(s, { concurrency: 10 }), before: bullmqGlobalConcurrency(10) }) },
+    { id: "no_limits", group: "limits", title: "no limits on this queue while another queue and a key have limits (defaults): compare with process_default", unit: "jobs/s", higher: true, systems: ["errand"],
+      measure: (s, ns) => processJobs(s, ns, { count: cfg.processDefault, capMs: cfg.capMs, mode: "default", before: async (n) => {
+        await errandQueueLimits({ other: 5 })(n);
+        await errandLimits({ "tenant:*": { concurrency: 2 } })(n);
+      } }) },
     // errand only. In each run: an empty table; then a table with the history, never
     // vacuumed or analysed; then the same table after VACUUM ANALYZE.
     { id: "history_empty", group: "history", title: "history: process, empty table (defaults)", unit: "jobs/s", higher: true, systems: ["errand"],

@@ -46,8 +46,9 @@ export function create(ns) {
     async enqueueOne(payload) {
       await (await open(false)).send("bench", payload);
     },
-    async enqueueMany(payloads) {
-      await (await open(false)).insert("bench", payloads.map((data) => ({ data })));
+    /** `keys`: spread the jobs over that many groups (k0, k1, …), for the limits scenarios. */
+    async enqueueMany(payloads, keys) {
+      await (await open(false)).insert("bench", payloads.map((data) => (keys ? { data, group: { id: `k${data.i % keys}` } } : { data })));
     },
     async startWorker(mode, onJobs) {
       const b = await open(mode === "latency");

@@ -9,6 +9,7 @@ import * as dead from "./dead.js";
 import * as demo from "./demo.js";
 import * as enqueue from "./enqueue.js";
 import * as migrate from "./migrate.js";
+import * as limits from "./limits.js";
 import * as pause from "./pause.js";
 import * as metrics from "./metrics.js";
 import * as plan from "./plan.js";
@@ -21,7 +22,7 @@ import * as worker from "./worker.js";
 const { version } = createRequire(import.meta.url)("../../package.json") as { version: string };
 
 // One file per command; each exports register(program).
-const commands = [migrate, worker, enqueue, cancel, pause, batches, dead, demo, dashboard, schedules, stats, purge, plan, metrics, relay];
+const commands = [migrate, worker, enqueue, cancel, pause, limits, batches, dead, demo, dashboard, schedules, stats, purge, plan, metrics, relay];
 
 const program = new Command("errand")
   .description("background jobs on PostgreSQL (or the embedded PGlite database)")

@@ -95,6 +95,7 @@ const queueColumns: readonly Column<[string, QueueDepth]>[] = [
   { header: "ready", cell: ([, q]) => count(q.ready), right: true },
   { header: "scheduled", cell: ([, q]) => count(q.scheduled), right: true },
   { header: "running", cell: ([, q]) => count(q.running), right: true },
+  { header: "limit", cell: ([, q]) => (q.limit === null ? "" : count(q.limit)), right: true },
   { header: "state", cell: ([, q]) => (q.paused ? "paused" : "active"), style: ([, q]) => (q.paused ? "yellow" : undefined) },
 ];
 
@@ -105,10 +106,15 @@ function formatStats(stats: QueueStats, withTotal: boolean, term: Terminal): str
   const lines = renderTable(columns, rows, term);
   // Queues only once there is more than the default one, or a pause: the common case stays one table.
   const queues = Object.entries(stats.queues);
-  if (queues.some(([name, q]) => name !== defaultQueue || q.paused) || stats.pausedKinds.length > 0) {
+  if (queues.some(([name, q]) => name !== defaultQueue || q.paused || q.limit !== null) || stats.pausedKinds.length > 0) {
     lines.push("", ...renderTable(queueColumns, queues, term));
     if (stats.pausedKinds.length > 0) lines.push(paint(term, "yellow", `paused kinds: ${stats.pausedKinds.join(", ")} (errand resume --kind K)`));
   }
+  for (const l of stats.limits) {
+    const held = l.rateHeld > 0 ? `, ${count(l.rateHeld)} held by its rate` : "";
+    lines.push(`limit ${l.key}: ${count(l.running)} running${l.concurrency === null ? "" : ` of ${count(l.concurrency)}`}, ${count(l.ready)} ready${held}`);
+  }
+  for (const u of stats.unserved) lines.push(paint(term, "yellow", `no live worker serves ${u.kind} in queue ${u.queue}: ${count(u.ready)} ready (a mistyped kind, or a queue no worker runs?)`));
   lines.push(`at ${stats.at.toISOString()}`);
   const dead = stats.total.dead;
   if (dead > 0) lines.push(paint(term, "red", `${dead} dead ${dead === 1 ? "job waits" : "jobs wait"} for a person: errand dead list`));

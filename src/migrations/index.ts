@@ -15,9 +15,10 @@ import { migration as m013 } from "./013-batches.js";
 import { migration as m014 } from "./014-outbox.js";
 import { migration as m015 } from "./015-cancelled-retention.js";
 import { migration as m016 } from "./016-limits.js";
+import { migration as m017 } from "./017-queue-limits.js";
 
 /**
  * Every migration, in order. A new one is a new file `NNN-name.ts` exporting `migration`
  * (copy the last one) and one more line here; an applied migration is never edited.
  */
-export const migrations: readonly Migration[] = [m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012, m013, m014, m015, m016];
+export const migrations: readonly Migration[] = [m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012, m013, m014, m015, m016, m017];

@@ -100,7 +100,7 @@ export class Alerter implements Service<Alert[]> {
   constructor(options: AlerterOptions) {
     checkKeys(options, "", ["stats", "notifiers", "rules", "store", "intervalMs", "onError"]);
     if (!Array.isArray(options.notifiers) || options.notifiers.length === 0) throw new ValidationError("notifiers", "give at least one notifier");
-    evaluateRules({ at: new Date(0), total: emptyKind, kinds: {}, queues: {}, pausedKinds: [] }, options.rules); // validates the rules now
+    evaluateRules({ at: new Date(0), total: emptyKind, kinds: {}, queues: {}, pausedKinds: [], limits: [], unserved: [] }, options.rules); // validates the rules now
     this.#options = options;
     this.#store = options.store ?? memoryIncidents();
     this.#onError = options.onError ?? (() => {});

@@ -11,7 +11,8 @@ const snapshotMs = 1_000;
  * `registry`: `errand_jobs{kind,state}`, `errand_oldest_ready_age_seconds{kind}`,
  * `errand_expired_leases{kind}`, `errand_recent_outcomes{kind,outcome,window}`,
  * `errand_failure_rate{kind,window}`, `errand_queue_jobs{queue,state}` (ready, scheduled,
- * running), `errand_paused{scope,name}` (1 per paused queue or kind), `errand_outbox_messages`,
+ * running), `errand_queue_limit{queue}`, `errand_limit_jobs{key,state}` (running, ready, rate_held),
+ * `errand_limit_concurrency{key}`, `errand_unserved_jobs{queue,kind}`, `errand_paused{scope,name}` (1 per paused queue or kind), `errand_outbox_messages`,
  * `errand_outbox_oldest_age_seconds` and `errand_stats_up` (0 when the query failed;
  * the other gauges then keep their last values out of the scrape).
  *
@@ -75,6 +76,22 @@ export function registerQueueGauges(registry: Registry, read: () => Promise<Queu
     for (const [queue, q] of Object.entries(stats.queues)) {
       for (const state of ["ready", "scheduled", "running"] as const) g.set({ queue, state }, q[state]);
     }
+  });
+  gauge("errand_queue_limit", "a queue's global concurrency limit (errand.limits.setQueue), to compare with errand_queue_jobs{state=\"running\"}", ["queue"], (g, stats) => {
+    for (const [queue, q] of Object.entries(stats.queues)) if (q.limit !== null) g.set({ queue }, q.limit);
+  });
+  gauge("errand_limit_jobs", "jobs under a concurrency-key limit (key: the limit's key or prefix) by state: running, ready, rate_held (due, held back by the rate now)", ["key", "state"], (g, stats) => {
+    for (const l of stats.limits) {
+      g.set({ key: l.key, state: "running" }, l.running);
+      g.set({ key: l.key, state: "ready" }, l.ready);
+      g.set({ key: l.key, state: "rate_held" }, l.rateHeld);
+    }
+  });
+  gauge("errand_limit_concurrency", "a concurrency-key limit's concurrency (errand.limits.set)", ["key"], (g, stats) => {
+    for (const l of stats.limits) if (l.concurrency !== null) g.set({ key: l.key }, l.concurrency);
+  });
+  gauge("errand_unserved_jobs", "ready jobs no live worker serves (no worker seen within a minute has their queue and a handler for their kind): a mistyped kind, or a queue no worker runs", ["queue", "kind"], (g, stats) => {
+    for (const u of stats.unserved) g.set({ queue: u.queue, kind: u.kind }, u.ready);
   });
   gauge("errand_paused", "1 for each paused queue (scope=queue) and kind (scope=kind): workers start none of its jobs", ["scope", "name"], (g, stats) => {
     for (const [queue, q] of Object.entries(stats.queues)) if (q.paused) g.set({ scope: "queue", name: queue }, 1);

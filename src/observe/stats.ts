@@ -1,7 +1,9 @@
 import type { Driver } from "../driver/types.js";
+import { type LimitInfo, readLimits } from "../limits.js";
 import { type QueueDepth, readQueueDepths } from "../queues.js";
 import { observeQueriesFor } from "../sql/observe.js";
 import { outboxQueriesFor } from "../sql/outbox.js";
+import { workerQueriesFor } from "../sql/workers.js";
 
 /** Outcomes over a recent window. */
 export interface WindowStats {
@@ -63,6 +65,22 @@ export interface QueueStats {
   readonly queues: Readonly<Record<string, QueueDepth>>;
   /** The kinds paused now (`errand.pause({ kind })`), in name order. */
   readonly pausedKinds: readonly string[];
+  /** Every concurrency-key limit (`errand.limits.set`): running vs its limit, ready, and held back by its rate now. */
+  readonly limits: readonly LimitInfo[];
+  /**
+   * Ready jobs that no live worker serves (no worker seen within a minute has both their
+   * queue and a handler for their kind), per queue and kind: a mistyped kind, or a queue no
+   * worker was given. Empty when every ready job has a worker.
+   */
+  readonly unserved: readonly UnservedJobs[];
+}
+
+/** Ready jobs of one queue and kind that no live worker would claim. */
+export interface UnservedJobs {
+  readonly queue: string;
+  readonly kind: string;
+  /** Ready jobs (due now or later). */
+  readonly ready: number;
 }
 
 interface StatsRow {
@@ -93,17 +111,20 @@ interface StatsRow {
  * what it costs). Usually called as `errand.stats()`.
  */
 export async function readStats(driver: Driver, schema: string): Promise<QueueStats> {
-  const [{ rows }, { queues, pausedKinds }, backlog] = await Promise.all([
+  const [{ rows }, { queues, pausedKinds }, backlog, limits, unservedRows] = await Promise.all([
     driver.run<StatsRow>(observeQueriesFor(schema).stats, []),
     readQueueDepths(driver, schema),
     driver.run<{ messages: string | number; oldest_ms: string | number | null }>(outboxQueriesFor(schema).backlog, []),
+    readLimits(driver, schema),
+    driver.run<{ queue: string; kind: string; ready: string | number }>(workerQueriesFor(schema).unserved, []),
   ]);
   const at = new Date(rows[0]!.at);
   const kinds: Record<string, KindStats> = {};
   for (const row of rows) if (row.kind !== null) kinds[row.kind] = toKindStats(row);
   const { messages, oldest_ms } = backlog.rows[0]!;
   const outbox = { messages: Number(messages), oldestAgeMs: oldest_ms === null ? null : Math.max(0, Math.round(Number(oldest_ms))) };
-  return { at, total: sumStats(Object.values(kinds)), kinds, queues, pausedKinds, outbox };
+  const unserved = unservedRows.rows.map((row) => ({ queue: row.queue, kind: row.kind, ready: Number(row.ready) }));
+  return { at, total: sumStats(Object.values(kinds)), kinds, queues, pausedKinds, limits, unserved, outbox };
 }
 
 function toKindStats(row: StatsRow): KindStats {

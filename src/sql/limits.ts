@@ -1,4 +1,5 @@
 import type { Statement } from "../driver/types.js";
+import { pauseNotice } from "./queues.js";
 import { channelFor, memoisePerSchema, qualified, statement } from "./statement.js";
 
 /**
@@ -13,6 +14,10 @@ export const keyedNotice = "keyed";
 export interface LimitQueries {
   readonly claimKeyed: Statement;
   readonly announceKeyed: Statement;
+  readonly claimLimited: Statement;
+  readonly setQueue: Statement;
+  readonly removeQueue: Statement;
+  readonly listQueues: Statement;
   readonly set: Statement;
   readonly remove: Statement;
   readonly list: Statement;
@@ -42,6 +47,37 @@ function build(s: string, channel: string): LimitQueries {
     /* announceKeyed — the keyed notice (see keyedNotice), sent after an insert of keyed jobs; delivered at commit */
     announceKeyed: statement(`SELECT pg_notify('${channel}', '${keyedNotice}') IS NULL AS notified`),
 
+    /*
+     * claimLimited — the claim of a queue with a concurrency limit (claim_limited, migration
+     * 017): the same parameters and rows as claimKeyed, keyed and unkeyed jobs together.
+     */
+    claimLimited: statement(`SELECT * FROM ${s}.claim_limited($1::int, $2::text, $3::jsonb, $4::float8, $5::text, $6::text, $7::text[])`),
+
+    /*
+     * setQueue — $1 queue, $2 concurrency; tells the workers (the pause notice: they read
+     * their queues' pauses and limits again). rows: none
+     */
+    setQueue: statement(`
+      WITH set AS (
+        INSERT INTO ${s}.queue_limits (queue, concurrency) VALUES ($1, $2)
+        ON CONFLICT (queue) DO UPDATE SET concurrency = EXCLUDED.concurrency, updated_at = now() RETURNING 1
+      )
+      SELECT (SELECT pg_notify('${channel}', '${pauseNotice}') FROM set) IS NULL AS notified`),
+
+    /* removeQueue — $1 queue; rows: notified (none if it had no limit) */
+    removeQueue: statement(`
+      WITH removed AS (DELETE FROM ${s}.queue_limits WHERE queue = $1 RETURNING 1)
+      SELECT pg_notify('${channel}', '${pauseNotice}') IS NULL AS notified FROM removed`),
+
+    /*
+     * listQueues — every queue limit with its running jobs (through jobs_leased).
+     * rows: queue, concurrency, running
+     */
+    listQueues: statement(`
+      SELECT l.queue, l.concurrency,
+             (SELECT count(*) FROM ${s}.jobs j WHERE j.locked_until IS NOT NULL AND j.status = 'running' AND j.queue = l.queue) AS running
+      FROM ${s}.queue_limits l ORDER BY l.queue`),
+
     /* set — $1 key, $2 concurrency, $3 rate_count, $4 rate_period_ms (each NULL for none) */
     set: statement(`
       INSERT INTO ${s}.limits (key, concurrency, rate_count, rate_period_ms) VALUES ($1, $2, $3, $4)
@@ -53,12 +89,21 @@ function build(s: string, channel: string): LimitQueries {
 
     /*
      * list — every limit with the running and ready jobs of the keys it covers (through the
-     * keyed indexes: only keyed jobs are read). rows: key, concurrency, rate_count, rate_period_ms, running, ready
+     * keyed indexes: only keyed jobs are read), and how many of those ready and due are held
+     * back by their key's rate now (their key started rate_count jobs within the period: one
+     * count per key with due jobs, through jobs_keyed_started).
+     * rows: key, concurrency, rate_count, rate_period_ms, running, ready, rate_held
      */
     list: statement(`
       SELECT l.key, l.concurrency, l.rate_count, l.rate_period_ms,
              (SELECT count(*) FROM ${s}.jobs j WHERE j.status = 'running' AND j.concurrency_key IS NOT NULL AND ${covers}) AS running,
-             (SELECT count(*) FROM ${s}.jobs j WHERE j.status = 'ready' AND j.concurrency_key IS NOT NULL AND ${covers}) AS ready
+             (SELECT count(*) FROM ${s}.jobs j WHERE j.status = 'ready' AND j.concurrency_key IS NOT NULL AND ${covers}) AS ready,
+             CASE WHEN l.rate_count IS NULL THEN 0 ELSE (
+               SELECT coalesce(sum(d.n), 0) FROM (
+                 SELECT j.concurrency_key AS k, count(*) AS n FROM ${s}.jobs j
+                 WHERE j.status = 'ready' AND j.concurrency_key IS NOT NULL AND ${covers} AND j.run_at <= now() GROUP BY 1) d
+               WHERE (SELECT count(*) FROM ${s}.jobs r WHERE r.concurrency_key = d.k
+                        AND r.started_at > now() - l.rate_period_ms * interval '1 millisecond') >= l.rate_count) END AS rate_held
       FROM ${s}.limits l ORDER BY l.key`),
   };
 }

@@ -13,6 +13,7 @@ export interface QueueQueries {
   readonly pause: Statement;
   readonly resume: Statement;
   readonly listPauses: Statement;
+  readonly workerGates: Statement;
   readonly queueDepths: Statement;
 }
 
@@ -46,15 +47,24 @@ function build(s: string, channel: string): QueueQueries {
     listPauses: statement(`SELECT scope, name, paused_at FROM ${s}.pauses ORDER BY scope, name`),
 
     /*
+     * workerGates — what a worker reads at start, on the pause notice and every second: the
+     * pauses (scope 'queue' or 'kind') and the queues with a concurrency limit (scope
+     * 'limit'), whose claims go through claim_limited. No params; rows: scope, name
+     */
+    workerGates: statement(`
+      SELECT scope, name FROM ${s}.pauses UNION ALL SELECT 'limit', queue FROM ${s}.queue_limits ORDER BY 1, 2`),
+
+    /*
      * queueDepths — per queue: ready (due now), scheduled (due later), running, and
-     * whether it is paused. Reads the ready index and the lease index (jobs_ready_plain and
-     * jobs_ready_keyed, one branch each; jobs_leased), so it costs what the backlog does, never the history; a paused queue
-     * with no jobs is listed too. No params. rows: queue, ready, scheduled, running (bigint
-     * strings), paused
+     * whether it is paused, and its concurrency limit (queue_limits). Reads the ready index and the lease index (jobs_ready_plain and
+     * jobs_ready_keyed, one branch each; jobs_leased), so it costs what the backlog does, never the history; a paused
+     * or limited queue with no jobs is listed too. No params. rows: queue, ready, scheduled, running (bigint
+     * strings), paused, concurrency_limit (null: none)
      */
     queueDepths: statement(`
       SELECT x.queue, sum(x.ready) AS ready, sum(x.scheduled) AS scheduled, sum(x.running) AS running,
-             EXISTS (SELECT 1 FROM ${s}.pauses p WHERE p.scope = 'queue' AND p.name = x.queue) AS paused
+             EXISTS (SELECT 1 FROM ${s}.pauses p WHERE p.scope = 'queue' AND p.name = x.queue) AS paused,
+             (SELECT l.concurrency FROM ${s}.queue_limits l WHERE l.queue = x.queue) AS concurrency_limit
       FROM (
         SELECT queue, count(*) FILTER (WHERE run_at <= now()) AS ready, count(*) FILTER (WHERE run_at > now()) AS scheduled, 0 AS running
         FROM (SELECT queue, run_at FROM ${jobs} WHERE status = 'ready' AND concurrency_key IS NULL
@@ -64,6 +74,8 @@ function build(s: string, channel: string): QueueQueries {
         SELECT queue, 0, 0, count(*) FROM ${jobs} WHERE status = 'running' AND locked_until IS NOT NULL GROUP BY queue
         UNION ALL
         SELECT name, 0, 0, 0 FROM ${s}.pauses WHERE scope = 'queue'
+        UNION ALL
+        SELECT queue, 0, 0, 0 FROM ${s}.queue_limits
       ) x
       GROUP BY x.queue
       ORDER BY x.queue`),

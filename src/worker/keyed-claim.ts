@@ -103,7 +103,12 @@ export class KeyedClaim {
     return mine;
   }
 
-  /** Claims up to `slots` keyed jobs of `queue` and `kinds`, all started; decoded as the plain claim's rows are. */
+  /**
+   * Claims up to `slots` keyed jobs of `queue` and `kinds`, all started; decoded as the plain
+   * claim's rows are. In a queue with a concurrency limit (`limited`), every job of the queue
+   * is claimed here (claim_limited): like a keyed job, it must not wait in a buffer holding a
+   * place, and the outcome of one frees a place, so it wakes the next claim the same way.
+   */
   async claim(
     slots: number,
     worker: string,
@@ -112,6 +117,7 @@ export class KeyedClaim {
     policyFor: (kind: string) => RetryPolicy,
     queue: string,
     kinds: readonly string[],
+    limited: boolean,
   ): Promise<DecodedClaim[]> {
     if (slots <= 0 || kinds.length === 0) return [];
     const wakes = this.#wakes;
@@ -119,7 +125,7 @@ export class KeyedClaim {
     // The wait counts from the claim's own clock reading, which is after this: due from the
     // send, the next claim is at most a round trip early (and then told the rest) instead of late.
     const sentAt = this.#clock.now();
-    const { rows } = await this.#driver.run<KeyedRow>(limitQueriesFor(this.#schema).claimKeyed, [slots, worker, leasesByKind, leaseMs, this.#after, queue, kinds]);
+    const { rows } = await this.#driver.run<KeyedRow>((limited ? limitQueriesFor(this.#schema).claimLimited : limitQueriesFor(this.#schema).claimKeyed), [slots, worker, leasesByKind, leaseMs, this.#after, queue, kinds]);
     const claimed: DecodedClaim[] = [];
     let waitMs: number | null = null;
     let none = false;

@@ -10,6 +10,8 @@ export class QueueGate {
   claimable: readonly string[];
   /** True when nothing this queue runs is paused: no job needs a check. */
   open = true;
+  /** True when the queue has a global concurrency limit: its claims go through the limited claim. */
+  limited = false;
   readonly #queue: string;
   readonly #handlerKinds: readonly string[];
   #queuePaused = false;
@@ -26,8 +28,9 @@ export class QueueGate {
     return this.#queuePaused || this.#pausedKinds.has(kind);
   }
 
-  /** Takes in the pauses read from the database. */
-  update(queues: ReadonlySet<string>, kinds: ReadonlySet<string>): void {
+  /** Takes in the pauses and the limited queues read from the database. */
+  update(queues: ReadonlySet<string>, kinds: ReadonlySet<string>, limited: ReadonlySet<string>): void {
+    this.limited = limited.has(this.#queue);
     this.#queuePaused = queues.has(this.#queue);
     this.#pausedKinds = kinds;
     const pausedHere = this.#handlerKinds.some((kind) => kinds.has(kind));
@@ -37,7 +40,8 @@ export class QueueGate {
 }
 
 /**
- * A worker's view of the paused queues and kinds (the `pauses` table): read at start, on
+ * A worker's view of the paused queues and kinds (the `pauses` table) and of which queues
+ * have a concurrency limit (`queue_limits`): read at start, on
  * a notice that they changed, and by a poll in case a notice was missed. One read at a
  * time; a request during a read reads again after it, so the last read wins.
  */
@@ -80,14 +84,15 @@ export class WorkerPauses {
     let changed = false;
     do {
       this.#again = false;
-      const { rows } = await this.#driver.run<{ scope: string; name: string }>(queueQueriesFor(this.#schema).listPauses, []);
+      const { rows } = await this.#driver.run<{ scope: string; name: string }>(queueQueriesFor(this.#schema).workerGates, []);
       const seen = rows.map((row) => `${row.scope}:${row.name}`).join("\n");
       if (seen === this.#seen) continue;
       this.#seen = seen;
       changed = true;
       const queues = new Set(rows.filter((row) => row.scope === "queue").map((row) => row.name));
       const kinds = new Set(rows.filter((row) => row.scope === "kind").map((row) => row.name));
-      for (const gate of this.#gates) gate.update(queues, kinds);
+      const limited = new Set(rows.filter((row) => row.scope === "limit").map((row) => row.name));
+      for (const gate of this.#gates) gate.update(queues, kinds, limited);
     } while (this.#again);
     return changed;
   }

@@ -142,7 +142,8 @@ export class Producer {
   /** Claims one batch (up to `concurrency` jobs, all started) and runs it; returns how many ran. */
   async runOnce(): Promise<number> {
     const keyed = await this.#claimKeyed(this.#concurrency);
-    const jobs = keyed.concat(await this.#claim(this.#concurrency - keyed.length, this.#concurrency - keyed.length));
+    const rest = this.#gate.limited ? 0 : this.#concurrency - keyed.length;
+    const jobs = rest > 0 ? keyed.concat(await this.#claim(rest, rest)) : keyed;
     await Promise.all(jobs.map((job) => this.#run(job)));
     return jobs.length;
   }
@@ -273,7 +274,8 @@ export class Producer {
           const keyed = keyedDue ? await this.#claimKeyed(startNow) : [];
           startNow -= keyed.length;
           // While keyed jobs may be waiting, claim no plain jobs ahead: a full buffer would keep them from the slots.
-          const plainLimit = this.#keyed.due() ? startNow : free - keyed.length;
+          // A queue with a limit claims all its jobs through the keyed path (claim_limited).
+          const plainLimit = this.#gate.limited ? 0 : this.#keyed.due() ? startNow : free - keyed.length;
           const plain = this.#queueMayHaveJobs && plainLimit > 0 ? await this.#claim(plainLimit, startNow) : [];
           const jobs = keyed.length === 0 ? plain : keyed.concat(plain);
           this.#claimFailures = 0;
@@ -332,11 +334,11 @@ export class Producer {
     return jobs;
   }
 
-  /** Claims up to `slots` keyed jobs, all started now (see keyed-claim.ts). */
+  /** Claims up to `slots` keyed jobs (every job, in a queue with a limit), all started now (see keyed-claim.ts). */
   async #claimKeyed(slots: number): Promise<ClaimedJob[]> {
     const sentAt = this.#clock.now();
     const { leasesByKind, leaseMs } = this.#settings;
-    const claimed = await this.#keyed.claim(slots, this.#workerId, leasesByKind, leaseMs, this.#policyFor, this.#queue, this.#gate.claimable);
+    const claimed = await this.#keyed.claim(slots, this.#workerId, leasesByKind, leaseMs, this.#policyFor, this.#queue, this.#gate.claimable, this.#gate.limited);
     const jobs = claimed.map(({ job, error }) => {
       if (error) this.#undecodable.set(job, error);
       return job;

@@ -16,6 +16,7 @@ import { LocalLeases } from "./leases.js";
 import { WorkerPauses } from "./pauses.js";
 import { ProgressWriter } from "./progress.js";
 import { KeyedClaim } from "./keyed-claim.js";
+import { WorkerPresence } from "./presence.js";
 import { Producer, maxBufferWaitMs } from "./producer.js";
 import { type WorkerEvent, type WorkerOptions, type WorkerSettings, resolveWorkerOptions } from "./worker-options.js";
 
@@ -43,6 +44,7 @@ export class Worker {
   /** One per queue served: the default worker has one. */
   readonly #producers: readonly Producer[];
   readonly #pauses: WorkerPauses;
+  readonly #presence: WorkerPresence;
   readonly #heartbeat: Heartbeat;
   readonly #rescuer: Rescuer;
   readonly #stoppedCallbacks: (() => void)[] = [];
@@ -71,6 +73,7 @@ export class Worker {
     this.#progress = new ProgressWriter(driver, queries, this.id, settings.progressIntervalMs, (error) => emit({ type: "error", during: "progress", error }), clock);
     // The worker claims only kinds it has a handler for (see QueueGate).
     this.#pauses = new WorkerPauses(driver, schema, Object.keys(options.handlers));
+    this.#presence = new WorkerPresence(driver, schema, this.id, [...settings.queues.keys()], Object.keys(options.handlers), clock);
     const producers = [...settings.queues].map(
       ([queue, concurrency]) =>
         new Producer({ ...common, queue, concurrency, gate: this.#pauses.gate(queue), handlers: options.handlers, policyFor, timeoutFor, completer: this.#completer, progress: this.#progress, keyed: new KeyedClaim(driver, schema, clock, settings.pollIntervalMs) }),
@@ -133,7 +136,8 @@ export class Worker {
       return;
     }
     const settings = this.#settings;
-    this.#every(pausePollMs, () => this.#readPauses());
+    await this.#refreshPresence();
+    this.#every(pausePollMs, () => Promise.all([this.#readPauses(), this.#refreshPresence()]).then(() => {}));
     this.#every(settings.heartbeatIntervalMs, () => this.#heartbeat.beat());
     this.#every(settings.leaseCheckMs, () => {
       this.#heartbeat.checkLeases();
@@ -222,6 +226,11 @@ export class Worker {
     }
   }
 
+  /** Writes this worker's row in the registry of live workers when due (see presence.ts). */
+  async #refreshPresence(): Promise<void> {
+    await this.#presence.refresh().catch((error: unknown) => this.#emit({ type: "error", during: "presence", error }));
+  }
+
   async #stop(timeout: number): Promise<void> {
     if (this.#state === "stopped") return;
     const deadline = this.#clock.now() + timeout;
@@ -243,6 +252,7 @@ export class Worker {
     await this.#completer.drain(Math.max(deadline, this.#clock.now() + 3_000), () => this.#clock.now());
     // Every handler has ended; progress of the finished jobs went with their outcomes.
     this.#progress.stop();
+    await this.#presence.leave().catch((error: unknown) => this.#emit({ type: "error", during: "presence", error }));
     this.#state = "stopped";
     this.#emit({ type: "stopped", workerId: this.id, released });
     this.#finishStop();

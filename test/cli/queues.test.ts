@@ -21,12 +21,13 @@ describe("errand pause / resume / stats / worker --queue", () => {
   it("shows the pauses in errand stats; resume undoes them", async () => {
     expect((await cli("enqueue", "mail", "{}")).code).toBe(0);
     const table = (await cli("stats")).stdout;
-    expect(table).toMatch(/queue\s+ready\s+scheduled\s+running\s+state/);
+    expect(table).toMatch(/queue\s+ready\s+scheduled\s+running\s+limit\s+state/);
     expect(table).toMatch(/email\s+0\s+0\s+0\s+paused/);
     expect(table).toMatch(/default\s+1\s+0\s+0\s+active/);
     expect(table).toContain("paused kinds: mail");
+    expect(table).toContain("no live worker serves mail in queue default: 1 ready");
     const json = JSON.parse((await cli("stats", "--json")).stdout) as { queues: Record<string, unknown>; pausedKinds: string[] };
-    expect(json.queues.email).toEqual({ ready: 0, scheduled: 0, running: 0, paused: true });
+    expect(json.queues.email).toEqual({ ready: 0, scheduled: 0, running: 0, paused: true, limit: null });
     expect(json.pausedKinds).toEqual(["mail"]);
     expect(JSON.parse((await cli("resume", "--queue", "email", "--json")).stdout)).toEqual({ resumed: true });
     expect((await cli("resume", "--kind", "mail")).stdout.trim()).toBe("resumed kind 'mail'");

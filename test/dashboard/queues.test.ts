@@ -10,7 +10,7 @@ describe("dashboard: queues", () => {
     await t.errand.enqueueMany([{ kind: "mail", queue: "email" }, { kind: "mail", queue: "email" }, { kind: "k" }]);
     const s = dashboardSession(createDashboard(t.errand));
     const page = await s.get("/");
-    expect(page.text).toMatch(/<tr data-queue="email"><th scope="row">email<\/th>\s*<td class="num">2<\/td><td class="num">0<\/td><td class="num">0<\/td>\s*<td>Active<\/td>/);
+    expect(page.text).toMatch(/<tr data-queue="email"><th scope="row">email<\/th>\s*<td class="num">2<\/td><td class="num">0<\/td><td class="num">0<\/td><td class="num">—<\/td>\s*<td>Active<\/td>/);
     expect(page.text).toMatch(/<tr data-queue="default">/);
 
     // Without the form's token: refused, nothing paused.

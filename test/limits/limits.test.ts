@@ -67,8 +67,8 @@ describe("concurrency keys and limits", () => {
     expect([count("tenant:1"), count("tenant:2"), count("tenant:vip"), count("other")]).toEqual([1, 1, 3, 2]);
     const list = await t.errand.limits.list();
     expect(list).toEqual([
-      { key: "tenant:*", concurrency: 1, rate: null, running: 5, ready: 6 },
-      { key: "tenant:vip", concurrency: 3, rate: null, running: 3, ready: 2 },
+      { key: "tenant:*", concurrency: 1, rate: null, running: 5, ready: 6, rateHeld: 0 },
+      { key: "tenant:vip", concurrency: 3, rate: null, running: 3, ready: 2, rateHeld: 0 },
     ]);
   });
 

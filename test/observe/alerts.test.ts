@@ -137,7 +137,7 @@ describe("alerts", () => {
 describe("alert rules", () => {
   const window = (completed: number, failed: number) => ({ completed, failed, died: 0, timedOut: 0, cancelled: 0, failureRate: completed + failed ? failed / (completed + failed) : null });
   const kind = (s: Partial<KindStats>): KindStats => ({ ready: 0, scheduled: 0, running: 0, done: 0, dead: 0, cancelled: 0, oldestReadyAgeMs: null, expiredLeases: 0, lastMinute: window(0, 0), lastHour: window(0, 0), ...s });
-  const stats = (kinds: Record<string, KindStats>): QueueStats => ({ at: new Date(0), total: kind({}), kinds, queues: {}, pausedKinds: [] });
+  const stats = (kinds: Record<string, KindStats>): QueueStats => ({ at: new Date(0), total: kind({}), kinds, queues: {}, pausedKinds: [], limits: [], unserved: [] });
 
   it("has sensible defaults: oldest ready over 15 minutes, failure rate over 25% with at least 20 attempts", () => {
     const found = evaluateRules(stats({

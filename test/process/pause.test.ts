@@ -43,7 +43,7 @@ describe("pausing a queue while worker processes run it", () => {
       { status: "done", attempts: 1, n: startedBefore },
       { status: "ready", attempts: 0, n: total - startedBefore },
     ]);
-    expect((await t.errand.stats()).queues.work).toEqual({ ready: total - startedBefore, scheduled: 0, running: 0, paused: true });
+    expect((await t.errand.stats()).queues.work).toEqual({ ready: total - startedBefore, scheduled: 0, running: 0, paused: true, limit: null });
 
     await t.errand.resume({ queue: "work" });
     await eventually(async () => (await t.statusCounts()).done === total + probes.length, 30_000, "every job done after resume");

@@ -142,9 +142,9 @@ describe("pause and resume", () => {
     expect(paused.queues[0]!.pausedAt).toBeInstanceOf(Date);
     const stats = await t.errand.stats();
     expect(stats.queues).toEqual({
-      default: { ready: 1, scheduled: 0, running: 0, paused: false },
-      email: { ready: 1, scheduled: 1, running: 0, paused: true },
-      idle: { ready: 0, scheduled: 0, running: 0, paused: true },
+      default: { ready: 1, scheduled: 0, running: 0, paused: false, limit: null },
+      email: { ready: 1, scheduled: 1, running: 0, paused: true, limit: null },
+      idle: { ready: 0, scheduled: 0, running: 0, paused: true, limit: null },
     });
     expect(stats.pausedKinds).toEqual(["k"]);
     expect(await t.errand.resume({ queue: "email" })).toBe(true);

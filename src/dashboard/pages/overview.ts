@@ -3,6 +3,7 @@ import { throughputChart } from "../chart.js";
 import type { MinuteCount } from "../data.js";
 import { type Html, html } from "../html.js";
 import { type PageContext, count, duration, href, page } from "../layout.js";
+import { limitsSection, unservedWarning } from "./limits.js";
 import { type PauseDone, pausedNotice, queuesSection } from "./queues.js";
 
 /** Everything the overview shows. */
@@ -32,6 +33,7 @@ export function overviewPage(ctx: PageContext, numbers: OverviewNumbers, refresh
 ${pausedNotice(done)}
 <div id="refresh-slot" class="actions"></div>
 <div id="live">
+${unservedWarning(numbers.stats)}
 <p class="muted">As of ${numbers.stats.at.toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC")} (database time).</p>
 <h2 id="totals">All kinds</h2>
 <dl class="cards" aria-labelledby="totals">
@@ -60,6 +62,7 @@ ${kinds.length === 0
 <tbody>${kinds.map(row)}</tbody>
 </table></div>`}
 ${queuesSection(ctx, numbers.stats)}
+${limitsSection(numbers.stats)}
 </div>`;
   return page(ctx, { title: "Overview", section: "overview", body, refreshSeconds });
 }

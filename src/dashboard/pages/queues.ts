@@ -21,7 +21,7 @@ export function pausedNotice(done: PauseDone): Html | string {
 }
 
 /**
- * The overview's queues: depth and state per queue with a pause or resume button (none
+ * The overview's queues: depth, running vs limit and state per queue with a pause or resume button (none
  * on a read-only dashboard), and the paused kinds with a resume button.
  */
 export function queuesSection(ctx: PageContext, stats: QueueStats): Html {
@@ -32,15 +32,15 @@ export function queuesSection(ctx: PageContext, stats: QueueStats): Html {
   };
   const queues = Object.entries(stats.queues);
   const rows = queues.map(([name, q]) => html`<tr data-queue="${name}"><th scope="row">${name}</th>
-<td class="num">${count(q.ready)}</td><td class="num">${count(q.scheduled)}</td><td class="num">${count(q.running)}</td>
+<td class="num">${count(q.ready)}</td><td class="num">${count(q.scheduled)}</td><td class="num">${count(q.running)}</td><td class="num">${q.limit === null ? "—" : count(q.limit)}</td>
 <td>${q.paused ? html`<strong>Paused</strong>` : "Active"}</td>${ctx.readOnly ? "" : html`<td>${button("queue", name, q.paused)}</td>`}</tr>`);
   const kinds = stats.pausedKinds.map((kind) => html`<li data-paused-kind="${kind}">${kind} ${button("kind", kind, true)}</li>`);
   return html`<h2>Queues</h2>
 ${queues.length === 0
     ? html`<p class="muted">No ready or running jobs in any queue.</p>`
     : html`<div class="table-wrap"><table id="queues">
-<caption>Jobs per queue. A paused queue's jobs wait, ready, until it is resumed; running ones finish.</caption>
-<thead><tr><th scope="col">Queue</th><th scope="col" class="num">Ready</th><th scope="col" class="num">Scheduled</th><th scope="col" class="num">Running</th><th scope="col">State</th>${ctx.readOnly ? "" : html`<th scope="col">Action</th>`}</tr></thead>
+<caption>Jobs per queue, and its global concurrency limit (errand limits set --queue). A paused queue's jobs wait, ready, until it is resumed; running ones finish.</caption>
+<thead><tr><th scope="col">Queue</th><th scope="col" class="num">Ready</th><th scope="col" class="num">Scheduled</th><th scope="col" class="num">Running</th><th scope="col" class="num">Limit</th><th scope="col">State</th>${ctx.readOnly ? "" : html`<th scope="col">Action</th>`}</tr></thead>
 <tbody>${rows}</tbody>
 </table></div>`}
 ${kinds.length === 0 ? "" : html`<h3>Paused kinds</h3><ul id="paused-kinds">${kinds}</ul>`}

@@ -1,0 +1,46 @@
+import type { Statement } from "../driver/types.js";
+import { memoisePerSchema, qualified, statement } from "./statement.js";
+
+/** How long a worker's presence row counts as live after its last refresh (see migration 017). */
+export const workerStaleSeconds = 60;
+
+/** The statements of the live-worker registry (`<schema>.workers`). */
+export interface WorkerQueries {
+  readonly present: Statement;
+  readonly leave: Statement;
+  readonly unserved: Statement;
+}
+
+/** The statements for `schema` (memoised). */
+export const workerQueriesFor = memoisePerSchema((schema): WorkerQueries => build(qualified(schema)));
+
+function build(s: string): WorkerQueries {
+  return {
+    /*
+     * present — worker $1 serves queues $2 and kinds $3: inserts or refreshes its row, and
+     * deletes rows not seen for a day (dead workers'). rows: none
+     */
+    present: statement(`
+      WITH gone AS (DELETE FROM ${s}.workers WHERE seen_at < now() - interval '1 day' AND id <> $1::text)
+      INSERT INTO ${s}.workers (id, queues, kinds) VALUES ($1::text, $2::text[], $3::text[])
+      ON CONFLICT (id) DO UPDATE SET queues = EXCLUDED.queues, kinds = EXCLUDED.kinds, seen_at = now()`),
+
+    /* leave — worker $1 stopped. rows: none */
+    leave: statement(`DELETE FROM ${s}.workers WHERE id = $1::text`),
+
+    /*
+     * unserved — ready jobs (due or not) whose queue and kind no live worker serves (none
+     * seen within ${workerStaleSeconds} s has both), per queue and kind. Reads the ready indexes (one
+     * branch each, as stats does) and the small workers table. No params.
+     * rows: queue, kind, ready (bigint strings)
+     */
+    unserved: statement(`
+      SELECT r.queue, r.kind, count(*) AS ready
+      FROM (SELECT queue, kind FROM ${s}.jobs WHERE status = 'ready' AND concurrency_key IS NULL
+            UNION ALL SELECT queue, kind FROM ${s}.jobs WHERE status = 'ready' AND concurrency_key IS NOT NULL) r
+      WHERE NOT EXISTS (SELECT 1 FROM ${s}.workers w
+                        WHERE w.seen_at > now() - interval '${workerStaleSeconds} seconds' AND r.queue = ANY(w.queues) AND r.kind = ANY(w.kinds))
+      GROUP BY r.queue, r.kind
+      ORDER BY r.queue, r.kind`),
+  };
+}

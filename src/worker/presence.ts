@@ -1,0 +1,42 @@
+import type { Clock } from "../clock.js";
+import type { Driver } from "../driver/types.js";
+import { workerQueriesFor } from "../sql/workers.js";
+
+/** How often a running worker refreshes its row in the registry (well within its staleness). */
+const refreshMs = 15_000;
+
+/**
+ * A worker's row in the registry of live workers (`<schema>.workers`): what it serves, so
+ * `stats().unserved` can name ready jobs no live worker would claim. Written at start,
+ * refreshed every 15 s from the worker's existing 1 s timer, deleted at stop: no per-job cost.
+ */
+export class WorkerPresence {
+  readonly #driver: Driver;
+  readonly #schema: string;
+  readonly #id: string;
+  readonly #queues: readonly string[];
+  readonly #kinds: readonly string[];
+  readonly #clock: Clock;
+  #lastAt = -Infinity;
+
+  constructor(driver: Driver, schema: string, id: string, queues: readonly string[], kinds: readonly string[], clock: Clock) {
+    this.#driver = driver;
+    this.#schema = schema;
+    this.#id = id;
+    this.#queues = queues;
+    this.#kinds = kinds;
+    this.#clock = clock;
+  }
+
+  /** Writes the row when it is due a refresh (at once the first time). Rejects when the write fails. */
+  async refresh(): Promise<void> {
+    if (this.#clock.now() - this.#lastAt < refreshMs) return;
+    this.#lastAt = this.#clock.now();
+    await this.#driver.run(workerQueriesFor(this.#schema).present, [this.#id, this.#queues, this.#kinds]);
+  }
+
+  /** Deletes the row (the worker stopped). Rejects when the write fails. */
+  async leave(): Promise<void> {
+    await this.#driver.run(workerQueriesFor(this.#schema).leave, [this.#id]);
+  }
+}

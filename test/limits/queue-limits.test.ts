@@ -1,0 +1,90 @@
+import { describe, expect, it } from "vitest";
+import { Errand, ValidationError } from "../../src/index.js";
+import type { Driver, Statement } from "../../src/driver/types.js";
+import { eventually, useTestErrand } from "../support/db.js";
+
+const t = useTestErrand();
+
+const statuses = () => t.sql<{ status: string; attempts: number }>(`SELECT status, attempts FROM ${t.schema}.jobs ORDER BY id`);
+
+/** Handlers that count how many run at once (in this process: every worker of the test). */
+function counted(ms: number) {
+  let now = 0;
+  let most = 0;
+  const handler = async () => {
+    most = Math.max(most, ++now);
+    await new Promise((resolve) => setTimeout(resolve, ms));
+    now--;
+  };
+  return { handler, most: () => most };
+}
+
+describe("a global concurrency limit per queue", () => {
+  it("holds across workers, counts keyed and unkeyed jobs together, and loses nothing", async () => {
+    await t.errand.limits.setQueue("email", { concurrency: 3 });
+    await t.errand.enqueueMany(Array.from({ length: 30 }, (_, i) => ({ kind: "send", queue: "email", ...(i % 3 === 0 ? { concurrencyKey: `tenant:${i % 2}` } : {}) })));
+    const send = counted(20);
+    const workers = [0, 1].map(() => t.errand.worker({ queues: { email: 5 }, prefetch: 5, rescueIntervalMs: 0, handlers: { send: send.handler } }));
+    await Promise.all(workers.map((w) => w.start()));
+    try {
+      await eventually(async () => (await statuses()).every((r) => r.status === "done"), 30_000, "every job done");
+    } finally {
+      await Promise.all(workers.map((w) => w.stop()));
+    }
+    expect(send.most()).toBe(3); // 10 handler slots between the two workers, 3 used at most
+    expect((await statuses()).map((r) => r.attempts)).toEqual(Array.from({ length: 30 }, () => 1));
+    expect(await t.errand.limits.listQueues()).toEqual([{ queue: "email", concurrency: 3, running: 0 }]);
+  });
+
+  it("a running worker learns a new limit, and its removal", async () => {
+    // What the worker read last about its queues' limits (the read it makes on the notice).
+    let limitsRead: boolean | undefined;
+    const driver: Driver = {
+      ...t.errand.driver,
+      run: async <Row>(statement: Statement, params: readonly unknown[]) => {
+        const result = await t.errand.driver.run<Row>(statement, params);
+        if (statement.text.includes("'limit'")) limitsRead = result.rows.some((row) => (row as { scope: string }).scope === "limit");
+        return result;
+      },
+      close: async () => {},
+    };
+    const send = counted(20);
+    const worker = Errand.fromDriver(driver, { schema: t.schema }).worker({ queues: { email: 6 }, rescueIntervalMs: 0, handlers: { send: send.handler } });
+    await worker.start();
+    try {
+      await t.errand.limits.setQueue("email", { concurrency: 2 });
+      await eventually(() => limitsRead === true, 10_000, "the worker read the limit");
+      await t.errand.enqueueMany(Array.from({ length: 12 }, () => ({ kind: "send", queue: "email" })));
+      await eventually(async () => (await statuses()).every((r) => r.status === "done"), 30_000, "every job done");
+      expect(send.most()).toBe(2);
+      expect(await t.errand.limits.removeQueue("email")).toBe(true);
+      expect(await t.errand.limits.removeQueue("email")).toBe(false);
+      await eventually(() => limitsRead === false, 10_000, "the worker read the removal");
+      await t.errand.enqueueMany(Array.from({ length: 12 }, () => ({ kind: "send", queue: "email" })));
+      await eventually(async () => (await statuses()).every((r) => r.status === "done"), 30_000, "every job done");
+      expect(send.most()).toBeGreaterThan(2);
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  it.each([
+    [{ concurrency: 0 }, "concurrency", /from 1/],
+    [{ concurrency: -1 }, "concurrency", /from 1/],
+    [{ concurrency: 2.5 }, "concurrency", /integer/],
+    [{}, "concurrency", /give the queue's limit/],
+    [{ concurency: 2 }, "options.concurency", /did you mean 'concurrency'/],
+  ])("setQueue(%j) fails naming %s, nothing written", async (options, field, message) => {
+    const error = await t.errand.limits.setQueue("email", options as never).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ValidationError);
+    expect(error).toMatchObject({ field });
+    expect((error as Error).message).toMatch(message);
+    expect(await t.sql(`SELECT 1 FROM ${t.schema}.queue_limits`)).toEqual([]);
+  });
+
+  it("refuses a bad queue name, naming the field", async () => {
+    await expect(t.errand.limits.setQueue("no spaces", { concurrency: 1 })).rejects.toMatchObject({ field: "queue" });
+    await expect(t.errand.limits.removeQueue("")).rejects.toMatchObject({ field: "queue" });
+    expect(await t.sql(`SELECT 1 FROM ${t.schema}.queue_limits`)).toEqual([]);
+  });
+});
