@@ -7,8 +7,7 @@ import { defaultMaxPayloadBytes } from "../defaults.js";
 import { ValidationError } from "../errors.js";
 import { checkTopic, maxTopicLength } from "../outbox/publish.js";
 import { brokerOf } from "../outbox/transport.js";
-import { checkQueueName } from "../validate.js";
-import { checkKeys, integerIn, positiveMs } from "../validate.js";
+import { checkKeys, checkQueueName, integerIn, positiveMs } from "../validate.js";
 
 /** Options of a {@link JetStreamQueue}. */
 export interface JetStreamQueueOptions {
