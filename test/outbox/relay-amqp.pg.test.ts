@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { ErrandError } from "../../src/index.js";
-import { checkOrderPerKey, testQueue } from "../support/brokers.js";
+import { checkOrderPerKey, outboxBacklog, testQueue } from "../support/brokers.js";
 import { eventually, useTestErrand } from "../support/db.js";
 import { amqpUrl } from "../support/services.js";
 
@@ -13,7 +13,7 @@ beforeEach(async () => {
 });
 afterEach(() => queue.close());
 
-const backlog = async () => Number((await t.sql<{ n: string }>(`SELECT count(*) AS n FROM ${t.schema}.outbox`))[0]!.n);
+const backlog = () => outboxBacklog(t);
 
 it("relays 10,000 messages with two relays at once: every one confirmed and queued once, in order per key", async () => {
   for (let start = 0; start < 10_000; start += 2_000) {

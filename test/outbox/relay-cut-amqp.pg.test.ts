@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, expect, it } from "vitest";
 import type { RelayEvent } from "../../src/index.js";
-import { type Received, testQueue } from "../support/brokers.js";
+import { type Received, outboxBacklog, testQueue } from "../support/brokers.js";
 import { eventually, useTestErrand } from "../support/db.js";
 import { amqpUrl } from "../support/services.js";
 import { type TcpProxy, startTcpProxy } from "../support/tcp-proxy.js";
@@ -20,7 +20,7 @@ afterEach(async () => {
   await queue.close();
 });
 
-const backlog = async () => Number((await t.sql<{ n: string }>(`SELECT count(*) AS n FROM ${t.schema}.outbox`))[0]!.n);
+const backlog = () => outboxBacklog(t);
 const held = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms)); // how long the network stays cut: the scenario, not a wait for an event
 
 /**

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, expect, it } from "vitest";
 import type { RelayEvent } from "../../src/index.js";
-import { checkOrderPerKey, testStream } from "../support/brokers.js";
+import { checkOrderPerKey, outboxBacklog, testStream } from "../support/brokers.js";
 import { eventually, useTestErrand } from "../support/db.js";
 import { natsUrl } from "../support/services.js";
 import { type TcpProxy, startTcpProxy } from "../support/tcp-proxy.js";
@@ -20,7 +20,7 @@ afterEach(async () => {
   await stream.close();
 });
 
-const backlog = async () => Number((await t.sql<{ n: string }>(`SELECT count(*) AS n FROM ${t.schema}.outbox`))[0]!.n);
+const backlog = () => outboxBacklog(t);
 const held = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms)); // how long the network stays cut: the scenario, not a wait for an event
 
 it("a network cut mid-relay: the relay retries with backoff, then every message reaches the stream once, in order per key", async () => {

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { ErrandError } from "../../src/index.js";
-import { checkOrderPerKey, testStream } from "../support/brokers.js";
+import { checkOrderPerKey, outboxBacklog, testStream } from "../support/brokers.js";
 import { eventually, testErrand, useTestErrand } from "../support/db.js";
 import { natsUrl } from "../support/services.js";
 
@@ -13,7 +13,7 @@ beforeEach(async () => {
 });
 afterEach(() => stream.close());
 
-const backlog = async () => Number((await t.sql<{ n: string }>(`SELECT count(*) AS n FROM ${t.schema}.outbox`))[0]!.n);
+const backlog = () => outboxBacklog(t);
 
 async function publishNumbered(total: number, keys: number, topic = "orders.changed"): Promise<void> {
   for (let start = 0; start < total; start += 2_000) {

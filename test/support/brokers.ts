@@ -2,10 +2,16 @@ import { randomBytes } from "node:crypto";
 import { connect } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import amqp from "amqplib";
+import type { TestErrand } from "./db.js";
 import { amqpUrl, natsUrl } from "./services.js";
 
 // The outbox tests' brokers: each test gets its own JetStream stream (and subject prefix)
 // or RabbitMQ queue (and routing-key prefix), removed afterwards.
+
+/** Messages still in the test schema's outbox (not yet relayed). */
+export async function outboxBacklog(t: Pick<TestErrand, "sql" | "schema">): Promise<number> {
+  return Number((await t.sql<{ n: string }>(`SELECT count(*) AS n FROM ${t.schema}.outbox`))[0]!.n);
+}
 
 /** A name no other test uses. */
 export function uniqueName(prefix: string): string {
