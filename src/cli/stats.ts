@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { humanAge } from "../human-format.js";
-import type { KindStats, QueueStats } from "../observe/stats.js";
+import type { KindStats, QueueStats, UnservedJobs } from "../observe/stats.js";
 import { defaultQueue, defaultWatchMs } from "../defaults.js";
 import type { QueueDepth } from "../queues.js";
 import { type DatabaseFlags, inSeconds, openFromFlags, secondsArg, withDatabase } from "./common.js";
@@ -99,6 +99,12 @@ const queueColumns: readonly Column<[string, QueueDepth]>[] = [
   { header: "state", cell: ([, q]) => (q.paused ? "paused" : "active"), style: ([, q]) => (q.paused ? "yellow" : undefined) },
 ];
 
+const unservedColumns: readonly Column<UnservedJobs>[] = [
+  { header: "queue", cell: (u) => u.queue, minWidth: 12 },
+  { header: "kind", cell: (u) => u.kind, minWidth: 16, style: () => "yellow" },
+  { header: "ready", cell: (u) => count(u.ready), right: true },
+];
+
 /** The stats as a table, one row per kind and a total, then when they were read. */
 function formatStats(stats: QueueStats, withTotal: boolean, term: Terminal): string {
   const rows: [string, KindStats][] = Object.entries(stats.kinds);
@@ -114,7 +120,9 @@ function formatStats(stats: QueueStats, withTotal: boolean, term: Terminal): str
     const held = l.rateHeld > 0 ? `, ${count(l.rateHeld)} held by its rate` : "";
     lines.push(`limit ${l.key}: ${count(l.running)} running${l.concurrency === null ? "" : ` of ${count(l.concurrency)}`}, ${count(l.ready)} ready${held}`);
   }
-  for (const u of stats.unserved) lines.push(paint(term, "yellow", `no live worker serves ${u.kind} in queue ${u.queue}: ${count(u.ready)} ready (a mistyped kind, or a queue no worker runs?)`));
+  if (stats.unserved.length > 0) {
+    lines.push(paint(term, "yellow", "ready jobs no live worker serves (a mistyped kind?):"), ...renderTable(unservedColumns, stats.unserved, term));
+  }
   lines.push(`at ${stats.at.toISOString()}`);
   const dead = stats.total.dead;
   if (dead > 0) lines.push(paint(term, "red", `${dead} dead ${dead === 1 ? "job waits" : "jobs wait"} for a person: errand dead list`));

@@ -25,7 +25,8 @@ describe("errand pause / resume / stats / worker --queue", () => {
     expect(table).toMatch(/email\s+0\s+0\s+0\s+paused/);
     expect(table).toMatch(/default\s+1\s+0\s+0\s+active/);
     expect(table).toContain("paused kinds: mail");
-    expect(table).toContain("no live worker serves mail in queue default: 1 ready");
+    expect(table).toContain("ready jobs no live worker serves (a mistyped kind?):");
+    expect(table).toMatch(/\ndefault\s+mail\s+1\n/);
     const json = JSON.parse((await cli("stats", "--json")).stdout) as { queues: Record<string, unknown>; pausedKinds: string[] };
     expect(json.queues.email).toEqual({ ready: 0, scheduled: 0, running: 0, paused: true, limit: null });
     expect(json.pausedKinds).toEqual(["mail"]);
