@@ -100,11 +100,33 @@ async function sweepPeer(peer) {
       add(knobs).values.push(await measure(peer, knobs, i++));
     }
   }
-  load.push(loadavg()[0]);
   // The winner must have been measured in the refine rounds (a single coarse run can be lucky).
   const refined = new Set(refine.map(key));
-  const table = ranked().map((p) => ({ settings: p.knobs, median: Math.round(median(p.values)), runs: p.values.map((v) => (v == null ? null : Math.round(v))) }));
-  const winner = table.find((row) => refined.has(key(row.settings)));
+  const table = () => ranked().map((p) => ({ settings: p.knobs, median: Math.round(median(p.values)), runs: p.values.map((v) => (v == null ? null : Math.round(v))) }));
+  let winner = table().find((row) => refined.has(key(row.settings)));
+  // A winner on or past a knob's top edge may do better further out: climb, doubling that
+  // knob against the winner in interleaved rounds, until the doubled point loses (at most 4 steps).
+  for (let step = 0; step < 4; step++) {
+    const beyond = Object.entries(axes)
+      .filter(([k, values]) => typeof winner.settings[k] === "number" && winner.settings[k] > 0 && winner.settings[k] >= Math.max(...values.filter((v) => typeof v === "number")))
+      .map(([k]) => ({ ...winner.settings, [k]: winner.settings[k] * 2 }))
+      .filter((knobs) => !refined.has(key(knobs)));
+    if (beyond.length === 0) break;
+    const contest = [winner.settings, ...beyond];
+    log(`${systems[peer]}: climb past the edge, ${contest.length} points × ${args.rounds} interleaved rounds`);
+    for (const knobs of beyond) refined.add(key(knobs));
+    for (let round = 0; round < Number(args.rounds); round++) {
+      load.push(loadavg()[0]);
+      for (let j = 0; j < contest.length; j++) {
+        const knobs = contest[(j + round) % contest.length];
+        add(knobs).values.push(await measure(peer, knobs, i++));
+      }
+    }
+    const next = table().find((row) => refined.has(key(row.settings)));
+    if (key(next.settings) === key(winner.settings)) break;
+    winner = next;
+  }
+  load.push(loadavg()[0]);
   const version = JSON.parse(readFileSync(new URL(`./node_modules/${packages[peer]}/package.json`, import.meta.url), "utf8")).version;
   return {
     package: packages[peer],
@@ -112,10 +134,10 @@ async function sweepPeer(peer) {
     measuredAt: startedAt.toISOString(),
     minutes: Number(((Date.now() - startedAt.getTime()) / 60_000).toFixed(1)),
     machine: `${cpus().length} cores, 1-min load average ${load.map((l) => l.toFixed(1)).join(" → ")}${args.note ? `; ${args.note}` : ""}`,
-    method: `coarse grid ${JSON.stringify(axes)}, 1 run each; then the top ${args.top} and the best's neighbours, ${args.rounds} interleaved rounds; ${jobs} no-op jobs per run, rate between the first and the last handler call; winner: highest median among the refined points`,
+    method: `coarse grid ${JSON.stringify(axes)}, 1 run each; then the top ${args.top} and the best's neighbours, ${args.rounds} interleaved rounds; a winner on a knob's top edge climbs (the knob doubled, ${args.rounds} rounds against it) until it loses; ${jobs} no-op jobs per run, rate between the first and the last handler call; winner: highest median among the refined points`,
     best: winner.settings,
     label: describeKnobs(winner.settings),
-    table,
+    table: table(),
     findings: findings.splice(0),
   };
 }

@@ -38,12 +38,13 @@ async function errandClass() {
   return (await import(dist ? pathToFileURL(dist).href : "../../dist/index.js")).Errand;
 }
 
-/** An errand instance in its own schema. */
-export function create(ns) {
+/** An errand instance in its own schema; `connections`: its pool size (errand's default when unset). */
+export function create(ns, { connections } = {}) {
   let errand;
   const url = process.env.BENCH_ERRAND_URL ?? pgUrl; // experiments only (e.g. ?options=…)
   // BENCH_ERRAND_POOL_SIZE: fewer connections per process (the idle scenario's 50 workers must fit max_connections).
-  const pool = process.env.BENCH_ERRAND_POOL_SIZE ? { poolSize: Number(process.env.BENCH_ERRAND_POOL_SIZE) } : {};
+  const poolSize = connections ?? (process.env.BENCH_ERRAND_POOL_SIZE ? Number(process.env.BENCH_ERRAND_POOL_SIZE) : undefined);
+  const pool = poolSize ? { poolSize } : {};
   const open = async (migrate) => (errand ??= await (await errandClass()).open({ connectionString: url, schema: ns, migrate, ...pool }));
   return {
     async setup() {

@@ -28,10 +28,10 @@ export function options({ concurrency, localQueueSize, completeJobBatchDelay } =
   return { ...(concurrency != null ? { concurrency } : {}), ...(Object.keys(worker).length ? { preset: { worker } } : {}) };
 }
 
-/** A graphile-worker installation in its own schema. */
-export function create(ns) {
+/** A graphile-worker installation in its own schema; `connections`: its utils' pool size (10 when unset). */
+export function create(ns, { connections } = {}) {
   let utils;
-  const open = async () => (utils ??= await makeWorkerUtils({ connectionString: pgUrl, schema: ns }));
+  const open = async () => (utils ??= await makeWorkerUtils({ connectionString: pgUrl, schema: ns, ...(connections ? { maxPoolSize: connections } : {}) }));
   return {
     async setup() {
       await dropSchema(ns);

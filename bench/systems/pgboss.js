@@ -27,12 +27,12 @@ export const sweep = {
 /** The knobs are pg-boss's own `work()` options. */
 export const options = (knobs) => knobs;
 
-/** A pg-boss instance in its own schema. */
-export function create(ns) {
+/** A pg-boss instance in its own schema; `connections`: its pool size (10 when unset). */
+export function create(ns, { connections = 10 } = {}) {
   let boss;
   const open = async (notify) => {
     if (boss) return boss;
-    boss = new PgBoss({ connectionString: pgUrl, schema: ns, useListenNotify: notify, max: 10 });
+    boss = new PgBoss({ connectionString: pgUrl, schema: ns, useListenNotify: notify, max: connections });
     boss.on("error", (error) => console.error("pg-boss error", error));
     await boss.start();
     return boss;
