@@ -89,16 +89,19 @@ export function targets(summary) {
   ratio("bulk enqueue ≥ 1.5× graphile-worker's", v("enqueue_bulk", "errand"), v("enqueue_bulk", "graphile"), 1.5);
   ratio("one-at-a-time enqueue ≥ graphile-worker's", v("enqueue_one", "errand"), v("enqueue_one", "graphile"), 1);
   ratio("one-at-a-time enqueue ≥ pg-boss's", v("enqueue_one", "errand"), v("enqueue_one", "pgboss"), 1);
+  ratio("one-at-a-time enqueue ≥ BullMQ's", v("enqueue_one", "errand"), v("enqueue_one", "bullmq"), 1);
   const p50 = v("latency", "errand");
   const p99 = v("latency", "errand", "p99");
   const callP50 = v("latency", "errand", "callP50");
   const callP99 = v("latency", "errand", "callP99");
-  checks.push({ target: "pickup latency p50 ≤ 3 ms, p99 ≤ 8 ms (from commit)", met: p50 != null && p50 <= 3 && p99 <= 8,
+  checks.push({ target: "pickup latency at 50 jobs/s: p50 ≤ 1 ms, p99 ≤ 3 ms (from commit)", met: p50 != null && p50 <= 1 && p99 <= 3,
     detail: p50 == null ? "not measured" : `p50 ${p50.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms (from the enqueue call: p50 ${callP50.toFixed(1)}, p99 ${callP99.toFixed(1)})` });
   const p50High = v("latency_5k", "errand");
   const p99High = v("latency_5k", "errand", "p99");
-  checks.push({ target: "pickup latency at 5,000 jobs/s offered: p50 ≤ 1 ms, p99 ≤ 3 ms (from commit)", met: p50High != null && p50High <= 1 && p99High <= 3,
-    detail: p50High == null ? "not measured" : `p50 ${p50High.toFixed(1)} ms, p99 ${p99High.toFixed(1)} ms` });
+  // Met only if the producer really committed (nearly) the 5,000 jobs/s offered.
+  const committedHigh = Math.min(...(summary.latency_5k?.errand?.runs ?? []).map((run) => run.committedPerSecond ?? 0));
+  checks.push({ target: "pickup latency at 5,000 jobs/s offered: p50 ≤ 1 ms, p99 ≤ 3 ms (from commit)", met: p50High != null && p50High <= 1 && p99High <= 3 && committedHigh >= 4_750,
+    detail: p50High == null ? "not measured" : `p50 ${p50High.toFixed(1)} ms, p99 ${p99High.toFixed(1)} ms, at ${Math.round(committedHigh ?? 0).toLocaleString("en")} jobs/s committed` });
   ratio("8 worker processes lose ≤ 10 % against 1 (best settings)", v("eight_workers", "errand"), v("process_best", "errand"), 0.9);
   const idle = v("idle_workers", "errand");
   checks.push({ target: "50 idle workers add < 2 % of one core of PostgreSQL CPU", met: idle != null && idle < 2, detail: idle == null ? "not measured" : `${idle.toFixed(2)} %` });
