@@ -272,20 +272,20 @@ export function scenarios(cfg) {
     })),
     // Limits (errand: concurrency keys; the cost beside process_default, same count and settings).
     { id: "keyed_limit", group: "limits", title: "per-key concurrency limit: 50 keys, at most 2 running each (defaults)", unit: "jobs/s", higher: true, systems: ["errand"],
-      measure: (s, ns) => processJobs(s, ns, { count: cfg.processDefault, capMs: cfg.capMs, mode: "default", keys: 50, before: errandLimits({ "k*": { concurrency: 2 } }) }) },
+      measure: (s, ns) => processJobs(s, ns, { count: cfg.smallJobs, capMs: cfg.capMs, mode: "default", keys: 50, before: errandLimits({ "k*": { concurrency: 2 } }) }) },
     { id: "keyed_fair", group: "limits", title: "keys without limits: 50 keys round-robin (defaults)", unit: "jobs/s", higher: true, systems: ["errand"],
-      measure: (s, ns) => processJobs(s, ns, { count: cfg.processDefault, capMs: cfg.capMs, mode: "default", keys: 50 }) },
+      measure: (s, ns) => processJobs(s, ns, { count: cfg.smallJobs, capMs: cfg.capMs, mode: "default", keys: 50 }) },
     { id: "rate_limit", group: "limits", title: "rate limit 1,000/s on one key (defaults): the rate reached", unit: "jobs/s", higher: true, systems: ["errand"],
-      measure: (s, ns) => processJobs(s, ns, { count: Math.min(cfg.processDefault, 5_000), capMs: cfg.capMs, mode: "default", keys: 1, before: errandLimits({ k0: { rate_count: 1000, rate_period_ms: 1000 } }) }) },
+      measure: (s, ns) => processJobs(s, ns, { count: Math.min(cfg.smallJobs, 5_000), capMs: cfg.capMs, mode: "default", keys: 1, before: errandLimits({ k0: { rate_count: 1000, rate_period_ms: 1000 } }) }) },
     // The outbox relay (errand only): as many messages as process_default has jobs, one relay, default batch size.
     { id: "relay_nats", group: "relay", title: "outbox relay to JetStream, 100 keys", unit: "msg/s", higher: true, systems: ["errand"],
-      measure: (s, ns) => relayThroughput(ns, { broker: "nats", count: cfg.processDefault, keys: 100 }) },
+      measure: (s, ns) => relayThroughput(ns, { broker: "nats", count: cfg.smallJobs, keys: 100 }) },
     { id: "relay_nats_keyless", group: "relay", title: "outbox relay to JetStream, no key", unit: "msg/s", higher: true, systems: ["errand"],
-      measure: (s, ns) => relayThroughput(ns, { broker: "nats", count: cfg.processDefault, keys: 0 }) },
+      measure: (s, ns) => relayThroughput(ns, { broker: "nats", count: cfg.smallJobs, keys: 0 }) },
     { id: "relay_amqp", group: "relay", title: "outbox relay to RabbitMQ, 100 keys", unit: "msg/s", higher: true, systems: ["errand"],
-      measure: (s, ns) => relayThroughput(ns, { broker: "amqp", count: cfg.processDefault, keys: 100 }) },
+      measure: (s, ns) => relayThroughput(ns, { broker: "amqp", count: cfg.smallJobs, keys: 100 }) },
     { id: "relay_amqp_keyless", group: "relay", title: "outbox relay to RabbitMQ, no key", unit: "msg/s", higher: true, systems: ["errand"],
-      measure: (s, ns) => relayThroughput(ns, { broker: "amqp", count: cfg.processDefault, keys: 0 }) },
+      measure: (s, ns) => relayThroughput(ns, { broker: "amqp", count: cfg.smallJobs, keys: 0 }) },
     // Limits beside the peers that have them in their open-source versions (errand on its
     // defaults, as above; the peers on their best settings plus the feature):
     // pg-boss 12 `group: { id }` jobs + `work({ groupConcurrency: 2 })` (global per group);
@@ -293,18 +293,18 @@ export function scenarios(cfg) {
     // `queue.setGlobalConcurrency(n)` (a queue's concurrency). BullMQ groups are Pro only.
     { id: "peer_keyed_limit", group: "limits", title: "per-key concurrency limit beside pg-boss groups: 50 keys, at most 2 running each", unit: "jobs/s", higher: true, systems: ["errand", "pgboss"],
       measure: async (s, ns) => s === "errand"
-        ? processJobs(s, ns, { count: cfg.processDefault, capMs: cfg.capMs, mode: "default", keys: 50, before: errandLimits({ "k*": { concurrency: 2 } }) })
-        : processJobs(s, ns, { count: cfg.processDefault, capMs: cfg.capMs, mode: await peerMode(s, { groupConcurrency: 2 }), keys: 50 }) },
+        ? processJobs(s, ns, { count: cfg.smallJobs, capMs: cfg.capMs, mode: "default", keys: 50, before: errandLimits({ "k*": { concurrency: 2 } }) })
+        : processJobs(s, ns, { count: cfg.smallJobs, capMs: cfg.capMs, mode: await peerMode(s, { groupConcurrency: 2 }), keys: 50 }) },
     { id: "peer_rate_limit", group: "limits", title: "rate limit 1,000/s beside BullMQ's limiter: the rate reached", unit: "jobs/s", higher: true, systems: ["errand", "bullmq"],
       measure: async (s, ns) => s === "errand"
-        ? processJobs(s, ns, { count: Math.min(cfg.processDefault, 5_000), capMs: cfg.capMs, mode: "default", keys: 1, before: errandLimits({ k0: { rate_count: 1000, rate_period_ms: 1000 } }) })
-        : processJobs(s, ns, { count: Math.min(cfg.processDefault, 5_000), capMs: cfg.capMs, mode: await peerMode(s, { limiter: { max: 1000, duration: 1000 } }) }) },
+        ? processJobs(s, ns, { count: Math.min(cfg.smallJobs, 5_000), capMs: cfg.capMs, mode: "default", keys: 1, before: errandLimits({ k0: { rate_count: 1000, rate_period_ms: 1000 } }) })
+        : processJobs(s, ns, { count: Math.min(cfg.smallJobs, 5_000), capMs: cfg.capMs, mode: await peerMode(s, { limiter: { max: 1000, duration: 1000 } }) }) },
     { id: "queue_limit", group: "limits", title: "a queue with a global concurrency limit of 10 (errand defaults; BullMQ setGlobalConcurrency)", unit: "jobs/s", higher: true, systems: ["errand", "bullmq"],
       measure: async (s, ns) => s === "errand"
-        ? processJobs(s, ns, { count: cfg.processDefault, capMs: cfg.capMs, mode: "default", before: errandQueueLimits({ default: 10 }) })
-        : processJobs(s, ns, { count: cfg.processDefault, capMs: cfg.capMs, mode: await peerMode(s, { concurrency: 10 }), before: bullmqGlobalConcurrency(10) }) },
+        ? processJobs(s, ns, { count: cfg.smallJobs, capMs: cfg.capMs, mode: "default", before: errandQueueLimits({ default: 10 }) })
+        : processJobs(s, ns, { count: cfg.smallJobs, capMs: cfg.capMs, mode: await peerMode(s, { concurrency: 10 }), before: bullmqGlobalConcurrency(10) }) },
     { id: "no_limits", group: "limits", title: "no limits on this queue while another queue and a key have limits (defaults): compare with process_default", unit: "jobs/s", higher: true, systems: ["errand"],
-      measure: (s, ns) => processJobs(s, ns, { count: cfg.processDefault, capMs: cfg.capMs, mode: "default", before: async (n) => {
+      measure: (s, ns) => processJobs(s, ns, { count: cfg.smallJobs, capMs: cfg.capMs, mode: "default", before: async (n) => {
         await errandQueueLimits({ other: 5 })(n);
         await errandLimits({ "tenant:*": { concurrency: 2 } })(n);
       } }) },
