@@ -22,7 +22,7 @@ export function register(program: Command): void {
       .option("--dead-older-than <duration>", "also delete dead jobs that died longer ago than this")
       .option("--batch-size <n>", `rows per DELETE, each its own short transaction (default ${defaultPurgeBatchSize})`, intArg(1, 100_000))
       .option("--dry-run", "only count what would be deleted")
-      .option("--json", 'print one JSON object: {"done", "cancelled", "dead", "batches", "dryRun"}'),
+      .option("--json", 'print one JSON object: {"done", "cancelled", "dead", "finishedBatches", "batches", "dryRun"}'),
   ).action(async (flags: PurgeFlags) => {
     const olderThanMs = flags.olderThan === undefined ? defaultRetentionMs : parseDuration(flags.olderThan, "--older-than");
     const deadOlderThanMs = flags.deadOlderThan === undefined ? undefined : parseDuration(flags.deadOlderThan, "--dead-older-than");
@@ -42,7 +42,8 @@ export function register(program: Command): void {
       const jobs = (n: number, what: string) => `${n.toLocaleString("en-US")} ${what} job${n === 1 ? "" : "s"}`;
       let line = `${verb} ${jobs(result.done, "done")} and ${jobs(result.cancelled, "cancelled")} finished more than ${humanAge(olderThanMs)} ago`;
       line += deadOlderThanMs === undefined ? "; dead jobs kept (see errand dead list)" : `, and ${jobs(result.dead, "dead")} older than ${humanAge(deadOlderThanMs)}`;
-      if (!result.dryRun) line += ` (${result.batches} batch${result.batches === 1 ? "" : "es"})`;
+      if (result.finishedBatches > 0) line += `; ${result.finishedBatches.toLocaleString("en-US")} finished batch record${result.finishedBatches === 1 ? "" : "s"}`;
+      if (!result.dryRun) line += ` (${result.batches} DELETE${result.batches === 1 ? "" : "s"})`;
       process.stdout.write(`${line}\n`);
     } finally {
       await errand.close();

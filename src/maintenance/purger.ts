@@ -25,6 +25,11 @@ export interface PurgeResult {
   /** Cancelled jobs deleted (by the same age as done ones). */
   readonly cancelled: number;
   readonly dead: number;
+  /**
+   * Records of job batches (`errand.batch`) deleted: finished longer ago than `olderThanMs`,
+   * with none of their jobs left.
+   */
+  readonly finishedBatches: number;
   /** DELETE statements run. */
   readonly batches: number;
   readonly dryRun: boolean;
@@ -33,11 +38,12 @@ export interface PurgeResult {
 /**
  * Deletes done and cancelled jobs past the retention, oldest first, in batches of `batchSize` rows,
  * each committed on its own, so no lock or transaction outlives one small batch. Dead
- * jobs are kept unless `deadOlderThanMs` is given. Safe to run from several processes.
+ * jobs are kept unless `deadOlderThanMs` is given. Then the records of job batches finished
+ * past the retention whose jobs are all gone. Safe to run from several processes.
  *
  * @example
  * ```ts
- * await errand.purge({ olderThanMs: 7 * 86_400_000 }); // { done: 1234, cancelled: 5, dead: 0, batches: 3, dryRun: false }
+ * await errand.purge({ olderThanMs: 7 * 86_400_000 }); // { done: 1234, cancelled: 5, dead: 0, finishedBatches: 2, batches: 4, dryRun: false }
  * ```
  */
 export async function purgeJobs(driver: Driver, schema: string, options: PurgeOptions = {}): Promise<PurgeResult> {
@@ -47,8 +53,9 @@ export async function purgeJobs(driver: Driver, schema: string, options: PurgeOp
   const batchSize = integerIn(options.batchSize ?? defaultPurgeBatchSize, "batchSize", 1, 100_000);
   const q = observeQueriesFor(schema);
   if (options.dryRun) {
-    const { rows } = await driver.run<{ done: string; cancelled: string; dead: string }>(q.countPrunable, [olderThanMs, deadOlderThanMs]);
-    return { done: Number(rows[0]!.done), cancelled: Number(rows[0]!.cancelled), dead: Number(rows[0]!.dead), batches: 0, dryRun: true };
+    const { rows } = await driver.run<{ done: string; cancelled: string; dead: string; finished_batches: string }>(q.countPrunable, [olderThanMs, deadOlderThanMs]);
+    const row = rows[0]!;
+    return { done: Number(row.done), cancelled: Number(row.cancelled), dead: Number(row.dead), finishedBatches: Number(row.finished_batches), batches: 0, dryRun: true };
   }
   let batches = 0;
   const drain = async (statement: typeof q.pruneDone, age: number) => {
@@ -63,8 +70,10 @@ export async function purgeJobs(driver: Driver, schema: string, options: PurgeOp
   const done = await drain(q.pruneDone, olderThanMs);
   const cancelled = await drain(q.pruneCancelled, olderThanMs);
   const dead = deadOlderThanMs === null ? 0 : await drain(q.pruneDead, deadOlderThanMs);
+  // After the jobs: a batch goes once its last job has.
+  const finishedBatches = await drain(q.pruneBatches, olderThanMs);
   await driver.run(q.pruneOutcomeCounts, [outcomeCountsRetentionMs]);
-  return { done, cancelled, dead, batches, dryRun: false };
+  return { done, cancelled, dead, finishedBatches, batches, dryRun: false };
 }
 
 /** Options of a {@link Purger}: what to delete, and how often. */

@@ -7,6 +7,7 @@ export interface ObserveQueries {
   readonly pruneDone: Statement;
   readonly pruneDead: Statement;
   readonly pruneCancelled: Statement;
+  readonly pruneBatches: Statement;
   readonly countPrunable: Statement;
   readonly pruneOutcomeCounts: Statement;
   readonly openIncident: Statement;
@@ -117,14 +118,36 @@ function build(s: string): ObserveQueries {
 
     /*
      * countPrunable — what a prune would delete (dry run); reads the jobs_done and
-     * jobs_cancelled index ranges only. $1 done (and cancelled) older_than_ms, $2 dead
-     * older_than_ms (null = keep dead). rows: done, cancelled, dead (bigint strings)
+     * jobs_cancelled index ranges only (and the finished batches, counting their jobs
+     * this purge would delete as gone). $1 done (and cancelled) older_than_ms, $2 dead
+     * older_than_ms (null = keep dead). rows: done, cancelled, dead, finished_batches (bigint strings)
      */
     countPrunable: statement(`
       SELECT (SELECT count(*) FROM ${jobs} WHERE status = 'done' AND finished_at < now() - $1::float8 * interval '1 millisecond') AS done,
              (SELECT count(*) FROM ${jobs} WHERE status = 'cancelled' AND finished_at < now() - $1::float8 * interval '1 millisecond') AS cancelled,
              CASE WHEN $2::float8 IS NULL THEN 0 ELSE
-               (SELECT count(*) FROM ${jobs} WHERE status = 'dead' AND finished_at < now() - $2::float8 * interval '1 millisecond') END AS dead`),
+               (SELECT count(*) FROM ${jobs} WHERE status = 'dead' AND finished_at < now() - $2::float8 * interval '1 millisecond') END AS dead,
+             (SELECT count(*) FROM ${s}.batches x WHERE x.finished_at < now() - $1::float8 * interval '1 millisecond'
+                AND NOT EXISTS (SELECT 1 FROM ${jobs} j WHERE j.batch_id = x.id AND NOT (
+                  j.status IN ('done', 'cancelled') AND j.finished_at < now() - $1::float8 * interval '1 millisecond'
+                  OR j.status = 'dead' AND $2::float8 IS NOT NULL AND j.finished_at < now() - $2::float8 * interval '1 millisecond'))) AS finished_batches`),
+
+    /*
+     * pruneBatches — deletes one batch of batch records finished more than $1 ms ago (the
+     * done jobs' retention) none of whose jobs is left: a dead member kept for a person
+     * keeps its batch too. Their callback jobs are ordinary jobs, purged on their own.
+     * $1 older_than_ms float8, $2 batch size int. rows: id
+     */
+    pruneBatches: statement(`
+      DELETE FROM ${s}.batches b
+      WHERE b.id IN (
+        SELECT x.id FROM ${s}.batches x
+        WHERE x.finished_at < now() - $1::float8 * interval '1 millisecond'
+          AND NOT EXISTS (SELECT 1 FROM ${jobs} j WHERE j.batch_id = x.id)
+        ORDER BY x.finished_at
+        LIMIT $2
+        FOR UPDATE SKIP LOCKED)
+      RETURNING b.id`),
 
     /* pruneOutcomeCounts — drops stats buckets older than $1 ms. rows: none */
     pruneOutcomeCounts: statement(`DELETE FROM ${s}.outcome_counts WHERE bucket < now() - $1::float8 * interval '1 millisecond'`),

@@ -29,12 +29,12 @@ describe("purger", () => {
     await t.sql(`INSERT INTO ${t.schema}.jobs (kind, payload) SELECT 'waiting', '{}' FROM generate_series(1, 100)`);
     expect((await t.errand.stats()).total.done).toBe(23_000);
 
-    expect(await t.errand.purge({ dryRun: true })).toEqual({ done: 20_000, cancelled: 0, dead: 0, batches: 0, dryRun: true });
+    expect(await t.errand.purge({ dryRun: true })).toEqual({ done: 20_000, cancelled: 0, dead: 0, finishedBatches: 0, batches: 0, dryRun: true });
     expect(await count("true")).toBe(23_600);
 
     const result = await t.errand.purge({ batchSize: 1000 });
-    // 21 batches of done rows (the last one short), and one of cancelled rows finding none.
-    expect(result).toEqual({ done: 20_000, cancelled: 0, dead: 0, batches: 22, dryRun: false });
+    // 21 DELETEs of done rows (the last one short), one of cancelled rows and one of batch records finding none.
+    expect(result).toEqual({ done: 20_000, cancelled: 0, dead: 0, finishedBatches: 0, batches: 23, dryRun: false });
     expect(await count("status = 'done'")).toBe(3_000);
     expect(await count("kind = 'old'")).toBe(0);
     expect(await count("status = 'dead'")).toBe(500);
@@ -43,15 +43,15 @@ describe("purger", () => {
     const stats = await t.errand.stats();
     expect([stats.total.done, stats.kinds.recent!.done, stats.kinds.old?.done ?? 0]).toEqual([3_000, 3_000, 0]);
     // Nothing left to do.
-    expect(await t.errand.purge()).toEqual({ done: 0, cancelled: 0, dead: 0, batches: 2, dryRun: false });
+    expect(await t.errand.purge()).toEqual({ done: 0, cancelled: 0, dead: 0, finishedBatches: 0, batches: 3, dryRun: false });
   });
 
   it("deletes dead jobs only when configured, and honours --older-than", async () => {
     await seed(30, "poison", "dead", 40);
     await seed(20, "fresh-poison", "dead", 2);
     await seed(10, "k", "done", 2);
-    expect(await t.errand.purge({ olderThanMs: day, deadOlderThanMs: 30 * day, dryRun: true })).toEqual({ done: 10, cancelled: 0, dead: 30, batches: 0, dryRun: true });
-    expect(await t.errand.purge({ olderThanMs: day, deadOlderThanMs: 30 * day, batchSize: 7 })).toEqual({ done: 10, cancelled: 0, dead: 30, batches: 2 + 1 + 5, dryRun: false });
+    expect(await t.errand.purge({ olderThanMs: day, deadOlderThanMs: 30 * day, dryRun: true })).toEqual({ done: 10, cancelled: 0, dead: 30, finishedBatches: 0, batches: 0, dryRun: true });
+    expect(await t.errand.purge({ olderThanMs: day, deadOlderThanMs: 30 * day, batchSize: 7 })).toEqual({ done: 10, cancelled: 0, dead: 30, finishedBatches: 0, batches: 2 + 1 + 5 + 1, dryRun: false });
     expect(await count("status = 'dead'")).toBe(20);
     expect(await count("status = 'done'")).toBe(0);
   });
@@ -67,8 +67,8 @@ describe("purger", () => {
     // 25 of them cancelled 8 days ago, 5 (all 'export') yesterday.
     await t.sql(`UPDATE ${t.schema}.jobs SET finished_at = now() - CASE WHEN payload::int < 25 THEN interval '8 days' ELSE interval '1 day' END WHERE status = 'cancelled'`);
 
-    expect(await t.errand.purge({ dryRun: true })).toEqual({ done: 40, cancelled: 25, dead: 0, batches: 0, dryRun: true });
-    expect(await t.errand.purge({ batchSize: 10 })).toEqual({ done: 40, cancelled: 25, dead: 0, batches: 5 + 3, dryRun: false });
+    expect(await t.errand.purge({ dryRun: true })).toEqual({ done: 40, cancelled: 25, dead: 0, finishedBatches: 0, batches: 0, dryRun: true });
+    expect(await t.errand.purge({ batchSize: 10 })).toEqual({ done: 40, cancelled: 25, dead: 0, finishedBatches: 0, batches: 5 + 3 + 1, dryRun: false });
     expect(await count("status = 'cancelled'")).toBe(5);
     expect(await count("status = 'cancelled' AND finished_at < now() - interval '7 days'")).toBe(0);
     // The delete trigger subtracted each kind's cancelled rows, and only the done rows from done.
@@ -88,6 +88,28 @@ describe("purger", () => {
       expect(cancelled).toMatch(/Index Scan using jobs_cancelled/);
       expect(cancelled).not.toMatch(/Seq Scan/);
     }, false);
+  });
+
+  it("deletes the records of batches finished past the retention once their jobs are gone", async () => {
+    const member = (kind: string) => ({ kind, payload: {} });
+    const gone = await t.errand.batch({ jobs: [member("a"), member("a")], then: member("after") });
+    const withDead = await t.errand.batch({ jobs: [member("a"), member("poison")], then: member("after") });
+    const recent = await t.errand.batch({ jobs: [member("a")], then: member("after") });
+    const open = await t.errand.batch({ jobs: [member("a"), member("wait")], then: member("after") });
+    // Members finish (the trigger finishes their batches); all but `recent` and the `wait` member 8 days ago.
+    await t.sql(`UPDATE ${t.schema}.jobs SET status = CASE WHEN kind = 'poison' THEN 'dead' ELSE 'done' END, attempts = 1,
+                   finished_at = now() - CASE WHEN batch_id = $1 THEN interval '0' ELSE interval '8 days' END
+                 WHERE batch_id IS NOT NULL AND kind <> 'wait'`, [recent.batchId]);
+    await t.sql(`UPDATE ${t.schema}.batches SET finished_at = now() - interval '8 days' WHERE id <> $1 AND finished_at IS NOT NULL`, [recent.batchId]);
+    const exists = async (b: { batchId: string }) => (await t.errand.getBatch(b.batchId)) !== null;
+
+    expect(await t.errand.purge({ dryRun: true })).toMatchObject({ finishedBatches: 1 });
+    expect(await t.errand.purge()).toMatchObject({ finishedBatches: 1 });
+    expect([await exists(gone), await exists(withDead), await exists(recent), await exists(open)]).toEqual([false, true, true, true]);
+    // Once the dead member is purged too, its batch goes with it.
+    expect(await t.errand.purge({ deadOlderThanMs: day, dryRun: true })).toMatchObject({ dead: 1, finishedBatches: 1 });
+    expect(await t.errand.purge({ deadOlderThanMs: day })).toMatchObject({ dead: 1, finishedBatches: 1 });
+    expect([await exists(withDead), await exists(recent), await exists(open)]).toEqual([false, true, true]);
   });
 
   it("drops stats buckets older than two hours", async () => {

@@ -34,7 +34,7 @@ describe("services created from the client", () => {
     await t.errand.enqueueMany([{ kind: "k", payload: 1 }, { kind: "k", payload: 2 }]);
     await t.errand.worker({ handlers: { k: async () => {} } }).runOnce();
     await t.sql(`UPDATE ${t.schema}.jobs SET finished_at = now() - interval '8 days' WHERE payload = '1'`);
-    expect(await t.errand.purger().runOnce()).toEqual({ done: 1, cancelled: 0, dead: 0, batches: 2, dryRun: false });
+    expect(await t.errand.purger().runOnce()).toEqual({ done: 1, cancelled: 0, dead: 0, finishedBatches: 0, batches: 3, dryRun: false });
     expect(await statuses()).toEqual(["done"]);
   });
 
