@@ -2,8 +2,10 @@ import { randomBytes } from "node:crypto";
 import { connect } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import amqp from "amqplib";
-import type { TestErrand } from "./db.js";
+import type { RelayEvent } from "../../src/index.js";
+import { type TestErrand, eventually } from "./db.js";
 import { amqpUrl, natsUrl } from "./services.js";
+import type { TcpProxy } from "./tcp-proxy.js";
 
 // The outbox tests' brokers: each test gets its own JetStream stream (and subject prefix)
 // or RabbitMQ queue (and routing-key prefix), removed afterwards.
@@ -11,6 +13,38 @@ import { amqpUrl, natsUrl } from "./services.js";
 /** Messages still in the test schema's outbox (not yet relayed). */
 export async function outboxBacklog(t: Pick<TestErrand, "sql" | "schema">): Promise<number> {
   return Number((await t.sql<{ n: string }>(`SELECT count(*) AS n FROM ${t.schema}.outbox`))[0]!.n);
+}
+
+/**
+ * The relay tests' network cut: `total` messages over `keys` keys (`{ key, seq }`, seq
+ * counting per key) are published; the relay `open` makes starts and sends a first batch;
+ * the proxy then cuts the network until the relay has failed twice, and 2 s more; once it
+ * is restored, `after` messages of key "late" are published, which can only go through a
+ * connection made after the cut. Resolves when the outbox is empty and the relay stopped,
+ * with the relay's events, its retry delays while cut and the backlog at the restore.
+ */
+export async function relayThroughCut(
+  t: TestErrand,
+  proxy: TcpProxy,
+  options: { total: number; keys: number; after: number; topic: string; open: (onEvent: (e: RelayEvent) => void) => { start(): Promise<void>; stop(): Promise<void> } },
+): Promise<{ events: RelayEvent[]; delays: number[]; leftAtCut: number }> {
+  const { total, keys, after, topic } = options;
+  await t.errand.publishMany(Array.from({ length: total }, (_, n) => ({ topic, key: `k${n % keys}`, message: { key: `k${n % keys}`, seq: Math.floor(n / keys) } })));
+  const events: RelayEvent[] = [];
+  const relay = options.open((e) => events.push(e));
+  await relay.start();
+  await eventually(() => events.some((e) => e.type === "sent"), 30_000, "a first batch");
+  proxy.cut();
+  const cutAt = events.length;
+  await eventually(() => events.slice(cutAt).filter((e) => e.type === "error").length >= 2, 30_000, "the relay failing twice while cut");
+  await new Promise((resolve) => setTimeout(resolve, 2_000)); // how long the network stays cut: the scenario, not a wait for an event
+  const delays = events.slice(cutAt).flatMap((e) => (e.type === "error" ? [e.retryInMs] : []));
+  const leftAtCut = await outboxBacklog(t);
+  proxy.restore();
+  await t.errand.publishMany(Array.from({ length: after }, (_, n) => ({ topic, key: "late", message: { key: "late", seq: n } })));
+  await eventually(async () => (await outboxBacklog(t)) === 0, 60_000, "an empty outbox");
+  await relay.stop();
+  return { events, delays, leftAtCut };
 }
 
 /** A name no other test uses. */
