@@ -41,8 +41,10 @@ export type JetStreamWorkerEvent =
   | { readonly type: "error"; readonly error: Error };
 
 interface Running {
-  readonly done: Promise<void>;
+  done: Promise<void>;
   readonly controller: AbortController;
+  /** Gives the message back to JetStream at once (a nak) and drops the handler's outcome; set once the job is decoded. */
+  release?: () => void;
 }
 
 type JsMsg = import("@nats-io/jetstream").JsMsg;
@@ -111,8 +113,13 @@ export class JetStreamWorker {
     const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.#shutdownMs)));
     await Promise.race([all, late]);
     clearTimeout(timer);
-    for (const r of this.#running) r.controller.abort(new ErrandError("shutdown", "the worker is stopping past its shutdown deadline; the job will run again"));
-    await all;
+    for (const r of this.#running) {
+      r.controller.abort(new ErrandError("shutdown", "the worker is stopping past its shutdown deadline; the job will run again"));
+      r.release?.();
+    }
+    // A handler that ignores its signal is not waited for (its message is back in the
+    // stream, as the PostgreSQL worker releases its job); a dead row being written is.
+    await Promise.all([...this.#running].filter((r) => !r.release).map((r) => r.done));
     await this.#connection.nc.drain().catch(() => this.#connection?.close());
   }
 
@@ -141,15 +148,16 @@ export class JetStreamWorker {
   }
 
   #start(msg: JsMsg): void {
-    const controller = new AbortController();
-    const entry: Running = { controller, done: this.#run(msg, controller).finally(() => {
+    const entry: Running = { controller: new AbortController(), done: Promise.resolve() };
+    entry.done = this.#run(msg, entry).finally(() => {
       this.#running.delete(entry);
       this.#slotFreed?.();
-    }) };
+    });
     this.#running.add(entry);
   }
 
-  async #run(msg: JsMsg, controller: AbortController): Promise<void> {
+  async #run(msg: JsMsg, entry: Running): Promise<void> {
+    const { controller } = entry;
     const started = monotonicClock.now();
     const id = msg.headers?.get("Nats-Msg-Id") || `${this.#queue.stream}:${msg.seq}`;
     const attempt = msg.info.deliveryCount;
@@ -166,6 +174,14 @@ export class JetStreamWorker {
       return;
     }
     this.#emit({ type: "started", id, kind: job.kind, attempt });
+    const finish = (result: "done" | "retry" | "snoozed" | "dead" | "lease_expired" | "returned") =>
+      this.#emit({ type: "finished", id, kind: job.kind, attempt, outcome: result, ms: monotonicClock.now() - started });
+    let released = false;
+    entry.release = () => {
+      released = true;
+      msg.nak();
+      finish("returned");
+    };
     // The lease: ack wait from the last in-progress ack this worker sent while connected.
     let leaseUntil = monotonicClock.now() + this.#queue.ackWaitMs;
     const beat = () => {
@@ -185,15 +201,12 @@ export class JetStreamWorker {
       outcome = await execute(job, this.#handlers, controller, job.policy, writes);
     } finally {
       clearInterval(heartbeat);
+      // From here the outcome is being written: stop() waits for it rather than releasing the message.
+      entry.release = undefined;
     }
+    if (released) return; // stop() gave the message back past its deadline
     const reason = controller.signal.aborted ? (controller.signal.reason as ErrandError | undefined)?.code : undefined;
-    const finish = (result: "done" | "retry" | "snoozed" | "dead" | "lease_expired" | "returned") =>
-      this.#emit({ type: "finished", id, kind: job.kind, attempt, outcome: result, ms: monotonicClock.now() - started });
     if (reason === "lease_expired") return finish("lease_expired"); // not ours any more: no ack, whatever it did
-    if (reason === "shutdown" && outcome.type !== "done") {
-      msg.nak();
-      return finish("returned");
-    }
     try {
       if (outcome.type === "done") {
         // Not confirmed (a confirmed ack halves the rate): a lost ack means one more delivery after the ack wait, as a crash would.
