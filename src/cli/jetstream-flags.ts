@@ -1,6 +1,8 @@
 import { type Command, InvalidArgumentError } from "commander";
 import { ValidationError } from "../errors.js";
+import type { Errand } from "../client.js";
 import { type JetStreamQueueOptions, resolveQueue } from "../jetstream/options.js";
+import { JetStreamQueue } from "../jetstream/queue.js";
 
 /** The flags that name JetStream queues (`errand worker`, `errand stats`, `errand dashboard`). */
 export interface JetStreamFlags {
@@ -51,4 +53,9 @@ export function jetstreamQueueOptions(flags: JetStreamFlags, ackWaitMs?: number)
     }
     return options;
   });
+}
+
+/** The flags' JetStream queues on `errand`: each one is then reported by `errand.stats()`. */
+export function jetstreamQueues(errand: Errand, queues: readonly JetStreamQueueOptions[]): JetStreamQueue[] {
+  return queues.map((options) => new JetStreamQueue(errand, options));
 }
