@@ -16,11 +16,16 @@ export type NatsConnection = Awaited<ReturnType<Nats["connect"]>>;
 export type JobConsumer = Awaited<ReturnType<ReturnType<Js["jetstream"]>["consumers"]["get"]>>;
 /** What JetStream says about the queue's consumer. */
 export type ConsumerInfo = Awaited<ReturnType<JobConsumer["info"]>>;
+/** JetStream's management API on the connection. */
+export type JetStreamManager = Awaited<ReturnType<Js["jetstreamManager"]>>;
 
 /** An open connection to a queue's stream and consumer. */
 export interface QueueConnection {
   readonly nc: NatsConnection;
   readonly consumer: JobConsumer;
+  readonly jsm: JetStreamManager;
+  /** Publishes with JetStream's acknowledgement. */
+  readonly client: ReturnType<Js["jetstream"]>;
   close(): Promise<void>;
 }
 
@@ -55,8 +60,8 @@ export async function openQueue(queue: ResolvedQueue, ensureConsumer: boolean, n
   const deadline = Date.now() + waitMs;
   for (;;) {
     try {
-      const consumer = await checkAndBind(js, nc, queue, ensureConsumer, Math.min(10_000, waitMs));
-      return { nc, consumer, close: () => nc.close() };
+      const { consumer, jsm } = await checkAndBind(js, nc, queue, ensureConsumer, Math.min(10_000, waitMs));
+      return { nc, consumer, jsm, client: js.jetstream(nc), close: () => nc.close() };
     } catch (error) {
       const definite = error instanceof ErrandError || /not found/i.test((error as Error).message);
       if (definite || Date.now() > deadline) {
@@ -69,7 +74,7 @@ export async function openQueue(queue: ResolvedQueue, ensureConsumer: boolean, n
   }
 }
 
-async function checkAndBind(js: Js, nc: NatsConnection, queue: ResolvedQueue, ensureConsumer: boolean, timeout: number): Promise<JobConsumer> {
+async function checkAndBind(js: Js, nc: NatsConnection, queue: ResolvedQueue, ensureConsumer: boolean, timeout: number): Promise<{ consumer: JobConsumer; jsm: JetStreamManager }> {
   const jsm = await js.jetstreamManager(nc, { timeout });
   const info = await jsm.streams.info(queue.stream).catch((error: unknown) => {
     if (!/not found/i.test((error as Error).message)) throw error;
@@ -93,7 +98,7 @@ async function checkAndBind(js: Js, nc: NatsConnection, queue: ResolvedQueue, en
     }
   }
   // JetStream's default request timeout is 5 s; a stats read's is shorter.
-  return js.jetstream(nc, { timeout: Math.min(5_000, timeout) }).consumers.get(queue.stream, queue.consumer);
+  return { consumer: await js.jetstream(nc, { timeout: Math.min(5_000, timeout) }).consumers.get(queue.stream, queue.consumer), jsm };
 }
 
 /** Why the stream cannot carry the queue's jobs, or undefined. */

@@ -16,6 +16,7 @@ import { jetstreamQueriesFor } from "../sql/jetstream.js";
 import { checkKeys, integerIn, nonNegativeMs } from "../validate.js";
 import { type ClaimedJob, type Outcome, type RunWrites, describeError, execute } from "../worker/executor.js";
 import type { Handlers } from "../worker/handlers.js";
+import { AttemptErrors } from "./attempt-errors.js";
 import { type QueueConnection, openQueue } from "./connection.js";
 import { decodeJob } from "./message.js";
 import type { ResolvedQueue } from "./options.js";
@@ -65,6 +66,7 @@ export class JetStreamWorker {
   readonly #onEvent: ((event: JetStreamWorkerEvent) => void) | undefined;
   readonly #running = new Set<Running>();
   #connection: QueueConnection | undefined;
+  #attemptErrors: AttemptErrors | undefined;
   #batch: Awaited<ReturnType<QueueConnection["consumer"]["fetch"]>> | undefined;
   #pulling: Promise<void> = Promise.resolve();
   #stopping = false;
@@ -90,6 +92,7 @@ export class JetStreamWorker {
   async start(): Promise<void> {
     if (this.#connection) throw new ErrandError("worker_state", "this JetStream worker was started already");
     this.#connection = await openQueue(this.#queue, true);
+    this.#attemptErrors = new AttemptErrors(this.#connection, this.#queue, (error) => this.#emit({ type: "error", error }));
     this.#connected = true;
     void this.#watch(this.#connection);
     this.#pulling = this.#pull(this.#connection);
@@ -218,6 +221,10 @@ export class JetStreamWorker {
       } else if (outcome.permanent || attempt >= job.maxAttempts) {
         await this.#bury(msg, job, outcome.error, started);
       } else {
+        // Kept before the nak, so the attempt that buries the job finds it.
+        await this.#attemptErrors!.record(id, attempt, outcome.error).catch((error: unknown) =>
+          this.#emit({ type: "error", error: new ErrandError("outcome_not_written", `attempt ${attempt}'s error of job ${id} was not kept: its dead row will lack it`, { cause: error }) }),
+        );
         msg.nak(Math.round(outcome.delayMs));
         finish("retry");
       }
@@ -230,6 +237,10 @@ export class JetStreamWorker {
   /** The job as a dead row in PostgreSQL, then the message acknowledged (removed from the work queue). */
   async #bury(msg: JsMsg, job: Pick<ClaimedJob, "id" | "kind" | "payload" | "attempt" | "maxAttempts" | "retry">, error: string, started: number): Promise<void> {
     const { bury } = jetstreamQueriesFor(this.#schema);
+    const earlier = await this.#attemptErrors!.read(job.id, job.attempt).catch((cause: unknown) => {
+      this.#emit({ type: "error", error: new ErrandError("outcome_not_written", `the earlier attempts' errors of dead job ${job.id} could not be read: its row keeps the last one`, { cause }) });
+      return [];
+    });
     try {
       await this.#driver.run(bury, [
         job.kind,
@@ -241,6 +252,7 @@ export class JetStreamWorker {
         error,
         job.id,
         `jetstream:${this.#queue.stream}:${job.id}`,
+        JSON.stringify(earlier),
       ]);
     } catch (cause) {
       // PostgreSQL could not take it: leave the message to come back after the ack wait.
@@ -249,6 +261,7 @@ export class JetStreamWorker {
     }
     try {
       await msg.ackAck();
+      if (earlier.length > 0) void this.#attemptErrors!.forget(job.id).catch(() => {}); // else they age out
     } catch (cause) {
       // Delivered again after the ack wait: that delivery finds the row there and buries nothing twice.
       this.#emit({ type: "error", error: new ErrandError("outcome_not_written", `dead job ${job.id} was not acknowledged to JetStream`, { cause }) });
