@@ -14,7 +14,7 @@ export interface JetStreamRun {
 }
 
 /** The JetStream queues' workers as one: `start()` starts them all (or none), `stop()` stops them all. */
-export function jetstreamWorkers(errand: Errand, queues: readonly JetStreamQueueOptions[], run: JetStreamRun): { start(): Promise<void>; stop(): Promise<void> } {
+export function jetstreamWorkers(errand: Errand, queues: readonly JetStreamQueueOptions[], run: JetStreamRun): { readonly queues: readonly JetStreamQueue[]; start(): Promise<void>; stop(): Promise<void> } {
   const workers = queues.map((options) => {
     const queue = new JetStreamQueue(errand, options);
     const worker = queue.worker({
@@ -34,6 +34,7 @@ export function jetstreamWorkers(errand: Errand, queues: readonly JetStreamQueue
       }),
     ).then(() => undefined);
   return {
+    queues: workers.map((entry) => entry.queue),
     async start() {
       try {
         for (const entry of workers) {

@@ -8,6 +8,7 @@ import { ValidationError } from "../errors.js";
 import { parseQueueFlag } from "../queues.js";
 import { InvalidArgumentError } from "commander";
 import { startMetricsServer } from "../observe/metrics-server.js";
+import { registerJetStreamGauges } from "../jetstream/metrics.js";
 import { logSchedulerEvent } from "./schedules.js";
 import { type DatabaseFlags, databaseLabel, inSeconds, intArg, logLine, openFromFlags, requireDatabase, secondsArg, withDatabase } from "./common.js";
 import { findSources, loadSources, sourcePaths } from "./load-config.js";
@@ -147,10 +148,9 @@ export function register(program: Command): void {
     const health = flags.maxEventLoopLag === undefined ? undefined : { maxEventLoopLagMs: flags.maxEventLoopLag };
     const metrics = flags.metricsPort === undefined ? undefined : await startMetricsServer({ port: flags.metricsPort, host: flags.metricsHost, stats: () => errand.stats(), ...(health ? { health } : {}) });
     if (metrics) logLine({ level: "info", event: "metrics_listening", host: flags.metricsHost, port: metrics.port, path: "/metrics", health: "/healthz" });
-    const worker =
-      jetstream.length > 0
-        ? jetstreamWorkers(errand, jetstream, { handlers, concurrency: flags.concurrency ?? configConcurrency, shutdownTimeoutMs, verbose: flags.verbose === true })
-        : errand.worker(options);
+    const js = jetstream.length > 0 ? jetstreamWorkers(errand, jetstream, { handlers, concurrency: flags.concurrency ?? configConcurrency, shutdownTimeoutMs, verbose: flags.verbose === true }) : undefined;
+    if (js && metrics) registerJetStreamGauges(metrics.registry, js.queues);
+    const worker = js ?? errand.worker(options);
     const scheduler = flags.scheduler === false ? undefined : errand.schedules.scheduler({ onEvent: logSchedulerEvent });
     const purger =
       flags.pruner === false

@@ -30,8 +30,12 @@ const jetstreamFlags = () => ["--jetstream", "media", "--nats", natsUrl, "--stre
 it("runs the queue's jobs with the handler module, then on SIGTERM finishes the running job, returns the one past the deadline and exits 0", async () => {
   const media = queue();
   const quick = await media.enqueueMany([1, 2, 3].map(() => ({ kind: "record", payload: { ms: 0 } })));
-  const worker = t.worker("w", [...jetstreamFlags(), "--concurrency", "4", "--shutdown-timeout", "1", "--verbose"]);
+  const worker = t.worker("w", [...jetstreamFlags(), "--concurrency", "4", "--shutdown-timeout", "1", "--verbose", "--metrics-port", "0"]);
   await worker.waitForLog((l) => l.event === "started", 30_000, "the JetStream worker to start");
+  const { port } = await worker.waitForLog((l) => l.event === "metrics_listening", 1_000, "the metrics server");
+  const metrics = await (await fetch(`http://127.0.0.1:${String(port)}/metrics`)).text();
+  expect(metrics).toContain('errand_jetstream_up{queue="media"} 1');
+  expect(metrics).toMatch(/errand_jetstream_jobs\{queue="media",state="pending"\} \d+/);
   expect(worker.logs.find((l) => l.event === "started")).toMatchObject({ transport: "jetstream", queue: "media", stream: stream.name, consumer: "errand_media" });
   for (const { id } of quick) expect(await t.started(id, worker)).toMatchObject([{ attempt: 1, worker: "w" }]);
   await worker.waitForLog((l) => l.event === "job_done" && l.job === quick[2]!.id, 10_000, "the third job done");
