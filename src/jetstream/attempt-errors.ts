@@ -4,7 +4,7 @@
  * message, so the errors live beside it: one message per attempt in a small limits stream,
  * {@link attemptErrorsStream}, that the first failure creates (subjects
  * `errand_attempt_errors.<stream>.<consumer>.<job id>.<attempt>`, one message per subject,
- * kept 7 days). A job that never fails costs nothing; a failed attempt costs one publish; a
+ * kept 7 days, as many replicas as the first job stream that needed it). A job that never fails costs nothing; a failed attempt costs one publish; a
  * dead job a read per earlier attempt and a purge. When the stream cannot be created (no
  * permission, or a stream already capturing those subjects) the dead row keeps only the
  * last error, as before, and the worker reports why once.
@@ -32,12 +32,14 @@ export interface AttemptError {
 export class AttemptErrors {
   readonly #connection: QueueConnection;
   readonly #prefix: string;
+  readonly #jobStream: string;
   readonly #onUnavailable: (error: Error) => void;
   #ready: Promise<boolean> | undefined;
 
   constructor(connection: QueueConnection, queue: ResolvedQueue, onUnavailable: (error: Error) => void) {
     this.#connection = connection;
     this.#prefix = `${subjectRoot}.${queue.stream}.${queue.consumer}`;
+    this.#jobStream = queue.stream;
     this.#onUnavailable = onUnavailable;
   }
 
@@ -73,7 +75,7 @@ export class AttemptErrors {
 
   /** Creates the stream on first use; false (reported once) when that is not possible. */
   #ensureStream(): Promise<boolean> {
-    return (this.#ready ??= create(this.#connection.jsm).then(
+    return (this.#ready ??= create(this.#connection.jsm, this.#jobStream).then(
       () => true,
       (error: unknown) => {
         this.#onUnavailable(new Error(`failed attempts' errors cannot be kept in JetStream stream ${attemptErrorsStream} (${(error as Error).message}): dead jobs keep only their last error`, { cause: error }));
@@ -83,7 +85,8 @@ export class AttemptErrors {
   }
 }
 
-async function create(jsm: JetStreamManager): Promise<void> {
+/** Creates the stream unless it exists, with as many replicas as the job stream: its errors survive what its jobs survive. */
+async function create(jsm: JetStreamManager, jobStream: string): Promise<void> {
   const exists = await jsm.streams.info(attemptErrorsStream).then(
     () => true,
     (error: unknown) => {
@@ -92,7 +95,8 @@ async function create(jsm: JetStreamManager): Promise<void> {
     },
   );
   if (exists) return;
-  await jsm.streams.add({ name: attemptErrorsStream, subjects: [`${subjectRoot}.>`], max_msgs_per_subject: 1, max_age: keepNanos }).catch((error: unknown) => {
+  const replicas = (await jsm.streams.info(jobStream)).config.num_replicas;
+  await jsm.streams.add({ name: attemptErrorsStream, subjects: [`${subjectRoot}.>`], max_msgs_per_subject: 1, max_age: keepNanos, num_replicas: replicas }).catch((error: unknown) => {
     // Another worker created it first.
     if (!/already in use/i.test((error as Error).message)) throw error;
   });
