@@ -26,6 +26,7 @@ import type { Service } from "./maintenance/service.js";
 import { Alerter, type AlerterOptions } from "./observe/alerts.js";
 import { tableIncidents } from "./observe/incidents.js";
 import { type QueueStats, readStats } from "./observe/stats.js";
+import type { JetStreamStatsSource } from "./jetstream/queue.js";
 import { traceEnqueue } from "./observe/tracing.js";
 import { type Batch, type BatchMember, type BatchResult, type BatchSpec, type ListBatchesOptions, createBatch, listBatchMembers, listBatches, readBatch } from "./batches.js";
 import { type PauseTarget, type Paused, readPaused, setPaused } from "./queues.js";
@@ -120,6 +121,8 @@ export class Errand<Jobs extends JobMap<Jobs> = UntypedJobs> {
   #closed: Promise<void> | undefined;
   /** Services created by {@link purger}, {@link rescuer} and {@link alerter}: `close()` stops them. */
   readonly #services = new Set<Service>();
+  /** By queue name: a queue created again replaces the last. */
+  readonly #jetstreamQueues = new Map<string, JetStreamStatsSource>();
   /** Recurring jobs: declare, list, pause, resume, remove, and the scheduler service. */
   readonly schedules: Schedules<Jobs>;
   /** Concurrency and rate limits by concurrency key, shared by every worker (see the README's "Concurrency and rate limits"). */
@@ -302,9 +305,14 @@ export class Errand<Jobs extends JobMap<Jobs> = UntypedJobs> {
     return (await this.#waiters.wait(checkId(id, "id"), options as WaitOptions)) as JobOf<Jobs>;
   }
 
-  /** Queue figures per kind and in total: depth, oldest ready age, recent outcomes, dead letters. */
+  /** Queue figures per kind and in total: depth, oldest ready age, recent outcomes, dead letters; and the JetStream queues this client knows. */
   stats(): Promise<QueueStats> {
-    return readStats(this.driver, this.schema);
+    return readStats(this.driver, this.schema, [...this.#jetstreamQueues.values()]);
+  }
+
+  /** Makes {@link stats} (and the dashboard and `/metrics` built on it) report a JetStream queue; `new JetStreamQueue(errand, …)` calls it. */
+  trackJetStreamQueue(queue: JetStreamStatsSource): void {
+    this.#jetstreamQueues.set(queue.settings.queue, queue);
   }
 
   /** Deletes done jobs past the retention (default 7 days) in small batches; dead jobs only if asked. */

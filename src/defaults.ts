@@ -101,3 +101,6 @@ export const defaultQueue = "default";
 
 /** How often a worker reads the paused queues and kinds again when no notice came: a pause takes effect within about this. */
 export const pausePollMs = 1_000;
+
+/** How long `errand.stats()` waits for a JetStream queue's figures before reporting it unreachable. */
+export const defaultJetStreamStatsTimeoutMs = 2_000;

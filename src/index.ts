@@ -53,7 +53,7 @@ export { Scheduler, type SchedulerOptions, type SchedulerEvent, type SchedulerTi
 export type { ScheduleSpec, ScheduleSettings, OverlapPolicy, MissedPolicy, ScheduleJobOptions } from "./schedules/spec.js";
 export type { ScheduleInfo } from "./schedules/info.js";
 export type { Clock } from "./clock.js";
-export type { QueueStats, KindStats, WindowStats, OutboxStats, UnservedJobs } from "./observe/stats.js";
+export type { QueueStats, KindStats, WindowStats, OutboxStats, UnservedJobs, JetStreamQueueReport } from "./observe/stats.js";
 export { Purger, type PurgerOptions, type PurgeOptions, type PurgeResult, Pruner, type PrunerOptions, type PruneOptions, type PruneResult } from "./maintenance/purger.js";
 export { defaultRetentionMs } from "./defaults.js";
 export type { Rescuer, RescuerOptions, RescueResult } from "./maintenance/rescuer.js";
@@ -68,7 +68,7 @@ export { fromDrizzle, type DrizzleDatabase, type DrizzleSqlHelper } from "./driv
 export type { MessageSpec, PublishOptions, PublishResult } from "./outbox/publish.js";
 export type { Relay, RelayOptions, RelayEvent, RelayResult } from "./outbox/relay.js";
 export type { TransportOptions } from "./outbox/transport.js";
-export { JetStreamQueue, type JetStreamQueueStats, type ErrandLike } from "./jetstream/queue.js";
+export { JetStreamQueue, type JetStreamQueueStats, type JetStreamStatsSource, type ErrandLike } from "./jetstream/queue.js";
 export type { JetStreamQueueOptions } from "./jetstream/options.js";
 export type { JetStreamEnqueueOptions } from "./jetstream/message.js";
 export type { JetStreamWorker, JetStreamWorkerOptions, JetStreamWorkerEvent } from "./jetstream/worker.js";

@@ -3,8 +3,9 @@ import { type Command, InvalidArgumentError } from "commander";
 import { defaultDashboardHost, defaultDashboardPort, defaultSchema } from "../defaults.js";
 import { authFromEnv, checkTrustedOrigins } from "../dashboard/security.js";
 import { type DatabaseFlags, databaseLabel, intArg, openFromFlags, withDatabase } from "./common.js";
+import { type JetStreamFlags, jetstreamQueueOptions, jetstreamQueues, withJetStream } from "./jetstream-flags.js";
 
-interface DashboardFlags extends DatabaseFlags {
+interface DashboardFlags extends DatabaseFlags, JetStreamFlags {
   readonly port: number;
   readonly host: string;
   readonly readOnly?: boolean;
@@ -22,14 +23,17 @@ function isLoopback(host: string): boolean {
 /** Adds `errand dashboard` to the program. */
 export function register(program: Command): void {
   withDatabase(
-    program
-      .command("dashboard")
-      .description("serve the web dashboard (overview, jobs, dead letters, schedules) until SIGINT or SIGTERM")
-      .option("--port <n>", "port to listen on (0 = any free port)", intArg(0, 65_535), defaultDashboardPort)
-      .option("--host <host>", "address to bind; anything but loopback needs ERRAND_DASHBOARD_TOKEN or ERRAND_DASHBOARD_USER/PASSWORD", defaultDashboardHost)
-      .option("--read-only", "hide and refuse every action (retry, discard, pause, resume)")
-      .option("--base-path <path>", "serve under this path, e.g. /errand")
-      .option("--trusted-origin <origin>", "also accept actions posted from this origin, e.g. https://ops.example.com behind a proxy that rewrites Host (repeatable)", (value: string, previous: string[] = []) => [...previous, value]),
+    withJetStream(
+      program
+        .command("dashboard")
+        .description("serve the web dashboard (overview, jobs, dead letters, schedules) until SIGINT or SIGTERM")
+        .option("--port <n>", "port to listen on (0 = any free port)", intArg(0, 65_535), defaultDashboardPort)
+        .option("--host <host>", "address to bind; anything but loopback needs ERRAND_DASHBOARD_TOKEN or ERRAND_DASHBOARD_USER/PASSWORD", defaultDashboardHost)
+        .option("--read-only", "hide and refuse every action (retry, discard, pause, resume)")
+        .option("--base-path <path>", "serve under this path, e.g. /errand")
+        .option("--trusted-origin <origin>", "also accept actions posted from this origin, e.g. https://ops.example.com behind a proxy that rewrites Host (repeatable)", (value: string, previous: string[] = []) => [...previous, value]),
+      "also show",
+    ),
   ).action(async (flags: DashboardFlags) => {
     const auth = authFromEnv();
     if (!isLoopback(flags.host) && !auth) {
@@ -43,8 +47,10 @@ export function register(program: Command): void {
     // Bad flags fail here, before connecting.
     checkTrustedOrigins(options.trustedOrigins, "--trusted-origin");
     resolveDashboardOptions(options);
+    const jetstream = jetstreamQueueOptions(flags);
     console.log(`errand dashboard: database ${databaseLabel(flags)}, schema ${flags.schema ?? defaultSchema}`);
     const errand = await openFromFlags(flags);
+    jetstreamQueues(errand, jetstream);
     const app = createDashboard(errand, options);
     const server = serve({ fetch: app.fetch, port: flags.port, hostname: flags.host }, (info) => {
       const host = info.family === "IPv6" ? `[${info.address}]` : info.address;

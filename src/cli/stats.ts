@@ -1,14 +1,15 @@
 import type { Command } from "commander";
 import { humanAge } from "../human-format.js";
-import type { KindStats, QueueStats, UnservedJobs } from "../observe/stats.js";
+import type { JetStreamQueueReport, KindStats, QueueStats, UnservedJobs } from "../observe/stats.js";
 import { defaultQueue, defaultWatchMs } from "../defaults.js";
 import type { QueueDepth } from "../queues.js";
 import { type DatabaseFlags, inSeconds, openFromFlags, secondsArg, withDatabase } from "./common.js";
+import { type JetStreamFlags, jetstreamQueueOptions, jetstreamQueues, withJetStream } from "./jetstream-flags.js";
 import { checkKindFilter } from "./kind-filter.js";
 import { type Terminal, paint, printJson, terminal } from "./output.js";
 import { type Column, renderTable } from "./table.js";
 
-interface StatsFlags extends DatabaseFlags {
+interface StatsFlags extends DatabaseFlags, JetStreamFlags {
   readonly json?: boolean;
   readonly watch?: number | true;
   readonly kind?: string;
@@ -20,14 +21,19 @@ const redraw = "\x1b[H\x1b[2J";
 /** `errand stats [--json] [--watch [seconds]] [--kind K]`: queue depth, ages, recent outcomes (timeouts and cancels too), dead letters. */
 export function register(program: Command): void {
   withDatabase(
-    program
-      .command("stats")
-      .description("queue figures per kind and in total: ready, scheduled, running, done, dead, cancelled, oldest ready age, recent outcomes (timeouts and cancels among them)")
-      .option("--json", "print one JSON object (with --watch, one per refresh, one per line)")
-      .option("--watch [seconds]", `refresh every few seconds (default ${inSeconds(defaultWatchMs)}) until Ctrl-C: in place on a terminal, one snapshot after another when piped`, secondsArg(false))
-      .option("--kind <kind>", "only this kind"),
+    withJetStream(
+      program
+        .command("stats")
+        .description("queue figures per kind and in total: ready, scheduled, running, done, dead, cancelled, oldest ready age, recent outcomes (timeouts and cancels among them)")
+        .option("--json", "print one JSON object (with --watch, one per refresh, one per line)")
+        .option("--watch [seconds]", `refresh every few seconds (default ${inSeconds(defaultWatchMs)}) until Ctrl-C: in place on a terminal, one snapshot after another when piped`, secondsArg(false))
+        .option("--kind <kind>", "only this kind"),
+      "also show",
+    ),
   ).action(async (flags: StatsFlags) => {
+    const jetstream = jetstreamQueueOptions(flags); // bad flags fail before connecting
     const errand = await openFromFlags(flags);
+    jetstreamQueues(errand, jetstream);
     let first = true;
     const show = async () => {
       const stats = await errand.stats();
@@ -105,6 +111,15 @@ const unservedColumns: readonly Column<UnservedJobs>[] = [
   { header: "ready", cell: (u) => count(u.ready), right: true },
 ];
 
+const jetstreamColumns: readonly Column<JetStreamQueueReport>[] = [
+  { header: "JetStream queue", cell: (q) => q.queue, minWidth: 15 },
+  { header: "outbox", cell: (q) => ("error" in q ? "-" : count(q.outbox)), right: true },
+  { header: "pending", cell: (q) => ("error" in q ? "-" : count(q.pending)), right: true },
+  { header: "ack pending", cell: (q) => ("error" in q ? "-" : count(q.ackPending)), right: true },
+  { header: "redelivered", cell: (q) => ("error" in q ? "-" : count(q.redelivered)), right: true, style: (q) => ("error" in q || q.redelivered === 0 ? undefined : "yellow") },
+  { header: "state", cell: (q) => ("error" in q ? `unreachable: ${q.error}` : "ok"), minWidth: 12, style: (q) => ("error" in q ? "red" : undefined) },
+];
+
 /** The stats as a table, one row per kind and a total, then when they were read. */
 function formatStats(stats: QueueStats, withTotal: boolean, term: Terminal): string {
   const rows: [string, KindStats][] = Object.entries(stats.kinds);
@@ -123,6 +138,7 @@ function formatStats(stats: QueueStats, withTotal: boolean, term: Terminal): str
   if (stats.unserved.length > 0) {
     lines.push(paint(term, "yellow", "ready jobs no live worker serves (a mistyped kind?):"), ...renderTable(unservedColumns, stats.unserved, term));
   }
+  if (stats.jetstream) lines.push("", ...renderTable(jetstreamColumns, stats.jetstream, term));
   lines.push(`at ${stats.at.toISOString()}`);
   const dead = stats.total.dead;
   if (dead > 0) lines.push(paint(term, "red", `${dead} dead ${dead === 1 ? "job waits" : "jobs wait"} for a person: errand dead list`));

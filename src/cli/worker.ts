@@ -8,11 +8,14 @@ import { ValidationError } from "../errors.js";
 import { parseQueueFlag } from "../queues.js";
 import { InvalidArgumentError } from "commander";
 import { startMetricsServer } from "../observe/metrics-server.js";
+import { registerJetStreamGauges } from "../jetstream/metrics.js";
 import { logSchedulerEvent } from "./schedules.js";
 import { type DatabaseFlags, databaseLabel, inSeconds, intArg, logLine, openFromFlags, requireDatabase, secondsArg, withDatabase } from "./common.js";
 import { findSources, loadSources, sourcePaths } from "./load-config.js";
+import { type JetStreamFlags, jetstreamQueueOptions, withJetStream } from "./jetstream-flags.js";
+import { jetstreamWorkers } from "./jetstream-worker.js";
 
-interface WorkerFlags extends DatabaseFlags {
+interface WorkerFlags extends DatabaseFlags, JetStreamFlags {
   readonly config?: string;
   readonly handlers?: string;
   readonly concurrency?: number;
@@ -34,37 +37,40 @@ interface WorkerFlags extends DatabaseFlags {
 
 export function register(program: Command): void {
   withDatabase(
-    program
-      .command("worker")
-      .description("run jobs until SIGTERM or SIGINT (graceful), a second SIGINT exits at once")
-      .option("--config <path>", "module whose default export is defineConfig({ kinds, schedules, worker }): kinds' settings and handlers, schedules to declare (default ./errand.config.js, .mjs, .cjs, .ts or .mts if present)")
-      .option("--handlers <path>", "module whose default export maps kind → async (payload, ctx) => … (alone, or adding handlers to --config)")
-      .option("--concurrency <n>", `handlers running at once (default ${defaults.defaultConcurrency})`, intArg(1, 10_000))
-      .option(
-        "--queue <name=concurrency>",
-        `serve this queue with this many handlers at once (repeat for more queues: --queue email=10 --queue media=2; a bare name gets ${defaults.defaultConcurrency}); default: the '${defaults.defaultQueue}' queue with --concurrency`,
-        (value: string, previous: Record<string, number> | undefined) => {
-          try {
-            return parseQueueFlag(value, previous);
-          } catch (error) {
-            if (error instanceof ValidationError) throw new InvalidArgumentError(error.message.slice(error.field.length + 2));
-            throw error;
-          }
-        },
-      )
-      .option("--prefetch <n>", "jobs claimed ahead of free slots (default adaptive: a quarter second of recent throughput, up to 1000, none when nothing finished lately; buffered jobs unstarted after 1 s go back)", intArg(0, 10_000))
-      .option("--lease <seconds>", `lease per job, extended by heartbeats (default ${inSeconds(defaults.defaultLeaseMs)})`, secondsArg(false))
-      .option("--heartbeat-interval <seconds>", "how often leases are extended (default a third of the lease)", secondsArg(false))
-      .option("--rescue-interval <seconds>", `how often expired leases are rescued, 0 = never (default ${inSeconds(defaults.defaultRescueIntervalMs)})`, secondsArg())
-      .option("--worker-id <id>", "this worker's name in locked_by (default host:pid:random)")
-      .option("--shutdown-timeout <seconds>", `how long running jobs may finish on shutdown (default ${inSeconds(defaults.defaultShutdownTimeoutMs)})`, secondsArg())
-      .option("--poll-interval <seconds>", `fallback poll when no notification arrives (default ${inSeconds(defaults.defaultPollIntervalMs)})`, secondsArg(false))
-      .option("--verbose", "also log every successful job")
-      .option("--no-scheduler", "do not enqueue due schedule slots from this process (default: run the scheduler; safe in every worker)")
-      .option("--no-pruner", `do not delete done jobs older than ${defaults.defaultRetentionMs / 86_400_000} days from this process (default: purge hourly; safe in every worker)`)
-      .option("--metrics-port <n>", "serve Prometheus /metrics on this port: queue gauges and this worker's job metrics; and /healthz, a liveness probe", intArg(0, 65_535))
-      .option("--metrics-host <address>", "address the metrics server binds; 0.0.0.0 for a scraper or probe on another host (/metrics has no authentication)", defaults.defaultMetricsHost)
-      .option("--max-event-loop-lag <seconds>", "/healthz answers 503 when the event loop was blocked longer than this in the last 10 s (default 1)", secondsArg(false)),
+    withJetStream(
+      program
+        .command("worker")
+        .description("run jobs until SIGTERM or SIGINT (graceful), a second SIGINT exits at once")
+        .option("--config <path>", "module whose default export is defineConfig({ kinds, schedules, worker }): kinds' settings and handlers, schedules to declare (default ./errand.config.js, .mjs, .cjs, .ts or .mts if present)")
+        .option("--handlers <path>", "module whose default export maps kind → async (payload, ctx) => … (alone, or adding handlers to --config)")
+        .option("--concurrency <n>", `handlers running at once (default ${defaults.defaultConcurrency})`, intArg(1, 10_000))
+        .option(
+          "--queue <name=concurrency>",
+          `serve this queue with this many handlers at once (repeat for more queues: --queue email=10 --queue media=2; a bare name gets ${defaults.defaultConcurrency}); default: the '${defaults.defaultQueue}' queue with --concurrency`,
+          (value: string, previous: Record<string, number> | undefined) => {
+            try {
+              return parseQueueFlag(value, previous);
+            } catch (error) {
+              if (error instanceof ValidationError) throw new InvalidArgumentError(error.message.slice(error.field.length + 2));
+              throw error;
+            }
+          },
+        )
+        .option("--prefetch <n>", "jobs claimed ahead of free slots (default adaptive: a quarter second of recent throughput, up to 1000, none when nothing finished lately; buffered jobs unstarted after 1 s go back)", intArg(0, 10_000))
+        .option("--lease <seconds>", `lease per job, extended by heartbeats (default ${inSeconds(defaults.defaultLeaseMs)}); with --jetstream, the consumer's ack wait (default 30)`, secondsArg(false))
+        .option("--heartbeat-interval <seconds>", "how often leases are extended (default a third of the lease)", secondsArg(false))
+        .option("--rescue-interval <seconds>", `how often expired leases are rescued, 0 = never (default ${inSeconds(defaults.defaultRescueIntervalMs)})`, secondsArg())
+        .option("--worker-id <id>", "this worker's name in locked_by (default host:pid:random)")
+        .option("--shutdown-timeout <seconds>", `how long running jobs may finish on shutdown (default ${inSeconds(defaults.defaultShutdownTimeoutMs)})`, secondsArg())
+        .option("--poll-interval <seconds>", `fallback poll when no notification arrives (default ${inSeconds(defaults.defaultPollIntervalMs)})`, secondsArg(false))
+        .option("--verbose", "also log every successful job")
+        .option("--no-scheduler", "do not enqueue due schedule slots from this process (default: run the scheduler; safe in every worker)")
+        .option("--no-pruner", `do not delete done jobs older than ${defaults.defaultRetentionMs / 86_400_000} days from this process (default: purge hourly; safe in every worker)`)
+        .option("--metrics-port <n>", "serve Prometheus /metrics on this port: queue gauges and this worker's job metrics; and /healthz, a liveness probe", intArg(0, 65_535))
+        .option("--metrics-host <address>", "address the metrics server binds; 0.0.0.0 for a scraper or probe on another host (/metrics has no authentication)", defaults.defaultMetricsHost)
+        .option("--max-event-loop-lag <seconds>", "/healthz answers 503 when the event loop was blocked longer than this in the last 10 s (default 1)", secondsArg(false)),
+      "run this process's jobs from",
+    ),
     { embeddedByDefault: false },
   ).action(async (flags: WorkerFlags) => {
     // Signals are handled from the first moment: a SIGTERM while the worker is still
@@ -126,6 +132,9 @@ export function register(program: Command): void {
     };
     resolveWorkerOptions(options, resolveKinds(kinds)); // bad flags fail here, before connecting
     shutdownTimeoutMs = options.shutdownTimeoutMs ?? shutdownTimeoutMs;
+    // --lease is the JetStream consumer's ack wait: the lease of that transport.
+    const jetstream = jetstreamQueueOptions(flags, flags.lease);
+    if (jetstream.length > 0) refusePostgresOnlyFlags(flags);
     const errand = await openFromFlags(flags, {
       kinds,
       onConnectionError: (error) => logLine({ level: "warn", event: "connection_error", error: error.message }),
@@ -139,7 +148,9 @@ export function register(program: Command): void {
     const health = flags.maxEventLoopLag === undefined ? undefined : { maxEventLoopLagMs: flags.maxEventLoopLag };
     const metrics = flags.metricsPort === undefined ? undefined : await startMetricsServer({ port: flags.metricsPort, host: flags.metricsHost, stats: () => errand.stats(), ...(health ? { health } : {}) });
     if (metrics) logLine({ level: "info", event: "metrics_listening", host: flags.metricsHost, port: metrics.port, path: "/metrics", health: "/healthz" });
-    const worker = errand.worker(options);
+    const js = jetstream.length > 0 ? jetstreamWorkers(errand, jetstream, { handlers, concurrency: flags.concurrency ?? configConcurrency, shutdownTimeoutMs, verbose: flags.verbose === true }) : undefined;
+    if (js && metrics) registerJetStreamGauges(metrics.registry, js.queues);
+    const worker = js ?? errand.worker(options);
     const scheduler = flags.scheduler === false ? undefined : errand.schedules.scheduler({ onEvent: logSchedulerEvent });
     const purger =
       flags.pruner === false
@@ -160,6 +171,14 @@ export function register(program: Command): void {
     void purger?.start(); // not awaited: a first purge of a large table must not delay the worker
     await worker.start();
   });
+}
+
+/** With --jetstream the process runs only JetStream queues: the PostgreSQL worker's own settings would do nothing. */
+function refusePostgresOnlyFlags(flags: WorkerFlags): void {
+  const pgOnly = { queue: "--queue", prefetch: "--prefetch", heartbeatInterval: "--heartbeat-interval", rescueInterval: "--rescue-interval", pollInterval: "--poll-interval" } as const;
+  for (const [key, flag] of Object.entries(pgOnly)) {
+    if (flags[key as keyof typeof pgOnly] !== undefined) throw new InvalidArgumentError(`${flag} applies to PostgreSQL queues; with --jetstream this process runs only the JetStream queues (run another worker for the PostgreSQL ones)`);
+  }
 }
 
 function logEvent(event: WorkerEvent, verbose: boolean): void {

@@ -16,11 +16,16 @@ export type NatsConnection = Awaited<ReturnType<Nats["connect"]>>;
 export type JobConsumer = Awaited<ReturnType<ReturnType<Js["jetstream"]>["consumers"]["get"]>>;
 /** What JetStream says about the queue's consumer. */
 export type ConsumerInfo = Awaited<ReturnType<JobConsumer["info"]>>;
+/** JetStream's management API on the connection. */
+export type JetStreamManager = Awaited<ReturnType<Js["jetstreamManager"]>>;
 
 /** An open connection to a queue's stream and consumer. */
 export interface QueueConnection {
   readonly nc: NatsConnection;
   readonly consumer: JobConsumer;
+  readonly jsm: JetStreamManager;
+  /** Publishes with JetStream's acknowledgement. */
+  readonly client: ReturnType<Js["jetstream"]>;
   close(): Promise<void>;
 }
 
@@ -36,23 +41,27 @@ function serverList(servers: string): string[] {
   });
 }
 
-/** Connects and checks the stream; with `ensureConsumer`, creates the durable consumer or updates its ack wait. */
-export async function openQueue(queue: ResolvedQueue, ensureConsumer: boolean, name = "errand-jetstream-worker"): Promise<QueueConnection> {
+/**
+ * Connects and checks the stream; with `ensureConsumer`, creates the durable consumer or
+ * updates its ack wait. Gives up after `waitMs` (a worker waits out a cluster's election;
+ * a stats read must answer soon).
+ */
+export async function openQueue(queue: ResolvedQueue, ensureConsumer: boolean, name = "errand-jetstream-worker", waitMs = 20_000): Promise<QueueConnection> {
   const nats = await importOptional<Nats>("@nats-io/transport-node", purpose);
   const js = await importOptional<Js>("@nats-io/jetstream", purpose);
   let nc: NatsConnection;
   try {
-    nc = await nats.connect({ servers: serverList(queue.servers), timeout: 5_000, reconnect: true, maxReconnectAttempts: -1, reconnectTimeWait: 250, name });
+    nc = await nats.connect({ servers: serverList(queue.servers), timeout: Math.min(5_000, waitMs), reconnect: true, maxReconnectAttempts: -1, reconnectTimeWait: 250, name });
   } catch (error) {
     throw new ErrandError("broker_unreachable", `cannot connect to NATS at ${redactUrl(queue.servers)}: ${(error as Error).message}`, { cause: error });
   }
   // A cluster electing a new leader answers with timeouts or "no responders" for a few
-  // seconds: those are retried for up to 20 s; a missing or unfit stream fails at once.
-  const deadline = Date.now() + 20_000;
+  // seconds: those are retried for up to waitMs; a missing or unfit stream fails at once.
+  const deadline = Date.now() + waitMs;
   for (;;) {
     try {
-      const consumer = await checkAndBind(js, nc, queue, ensureConsumer);
-      return { nc, consumer, close: () => nc.close() };
+      const { consumer, jsm } = await checkAndBind(js, nc, queue, ensureConsumer, Math.min(10_000, waitMs));
+      return { nc, consumer, jsm, client: js.jetstream(nc), close: () => nc.close() };
     } catch (error) {
       const definite = error instanceof ErrandError || /not found/i.test((error as Error).message);
       if (definite || Date.now() > deadline) {
@@ -65,8 +74,8 @@ export async function openQueue(queue: ResolvedQueue, ensureConsumer: boolean, n
   }
 }
 
-async function checkAndBind(js: Js, nc: NatsConnection, queue: ResolvedQueue, ensureConsumer: boolean): Promise<JobConsumer> {
-  const jsm = await js.jetstreamManager(nc, { timeout: 10_000 });
+async function checkAndBind(js: Js, nc: NatsConnection, queue: ResolvedQueue, ensureConsumer: boolean, timeout: number): Promise<{ consumer: JobConsumer; jsm: JetStreamManager }> {
+  const jsm = await js.jetstreamManager(nc, { timeout });
   const info = await jsm.streams.info(queue.stream).catch((error: unknown) => {
     if (!/not found/i.test((error as Error).message)) throw error;
     throw new ErrandError(
@@ -88,7 +97,8 @@ async function checkAndBind(js: Js, nc: NatsConnection, queue: ResolvedQueue, en
       await jsm.consumers.update(queue.stream, queue.consumer, { ack_wait: config.ack_wait, filter_subject: config.filter_subject });
     }
   }
-  return js.jetstream(nc).consumers.get(queue.stream, queue.consumer);
+  // JetStream's default request timeout is 5 s; a stats read's is shorter.
+  return { consumer: await js.jetstream(nc, { timeout: Math.min(5_000, timeout) }).consumers.get(queue.stream, queue.consumer), jsm };
 }
 
 /** Why the stream cannot carry the queue's jobs, or undefined. */

@@ -3,7 +3,8 @@
  * prom-client): each scrape reads every queue's {@link JetStreamQueue.stats}.
  */
 import { Gauge, type Registry } from "prom-client";
-import type { JetStreamQueueStats } from "./queue.js";
+import { defaultJetStreamStatsTimeoutMs } from "../defaults.js";
+import type { JetStreamQueueStats, JetStreamStatsSource } from "./queue.js";
 
 /**
  * Registers `errand_jetstream_jobs{queue, state}` — state `pending` (in the stream, not yet
@@ -16,10 +17,10 @@ import type { JetStreamQueueStats } from "./queue.js";
  * registerJetStreamGauges(registry, [media]);
  * ```
  */
-export function registerJetStreamGauges(registry: Registry, queues: readonly { stats(): Promise<JetStreamQueueStats>; readonly settings: { readonly queue: string } }[]): void {
+export function registerJetStreamGauges(registry: Registry, queues: readonly JetStreamStatsSource[]): void {
   let reading: Promise<(JetStreamQueueStats | null)[]> | undefined;
   // One read per scrape, shared by both gauges.
-  const read = () => (reading ??= Promise.all(queues.map((q) => q.stats().catch(() => null))).finally(() => setTimeout(() => (reading = undefined), 500)));
+  const read = () => (reading ??= Promise.all(queues.map((q) => q.stats({ timeoutMs: defaultJetStreamStatsTimeoutMs }).catch(() => null))).finally(() => setTimeout(() => (reading = undefined), 500)));
   new Gauge({
     name: "errand_jetstream_up",
     help: "1 when the last read of the JetStream queue's consumer info succeeded",

@@ -5,6 +5,7 @@
  * in PostgreSQL's jobs table, so `errand dead list|retry` and the dashboard keep working.
  */
 import type { Driver, Queryable } from "../driver/types.js";
+import { ErrandError } from "../errors.js";
 import type { JobMap, Kind, UntypedJobs } from "../jobs.js";
 import type { ResolvedKind } from "../options.js";
 import { type PublishResult, publishMessages } from "../outbox/publish.js";
@@ -37,6 +38,14 @@ export interface ErrandLike<Jobs> {
   readonly kinds: ReadonlyMap<string, ResolvedKind>;
   /** Only for the job map's type. */
   enqueue<K extends Kind<Jobs>>(kind: K, payload: Jobs[K], options?: object): Promise<unknown>;
+  /** Makes `errand.stats()` report the queue (an `Errand` has it). */
+  trackJetStreamQueue?(queue: JetStreamStatsSource): void;
+}
+
+/** What `errand.stats()` reads of a JetStream queue. */
+export interface JetStreamStatsSource {
+  readonly settings: { readonly queue: string };
+  stats(options?: { readonly timeoutMs?: number }): Promise<JetStreamQueueStats>;
 }
 
 /**
@@ -61,6 +70,7 @@ export class JetStreamQueue<Jobs extends JobMap<Jobs> = UntypedJobs> {
   constructor(errand: ErrandLike<Jobs>, options: JetStreamQueueOptions) {
     this.settings = resolveQueue(options);
     this.#target = { driver: errand.driver, schema: errand.schema, kinds: errand.kinds };
+    errand.trackJetStreamQueue?.(this);
   }
 
   /** Enqueues one job into the outbox, in `options.db`'s transaction when given. Returns the outbox id: the job's id on JetStream. */
@@ -92,9 +102,17 @@ export class JetStreamQueue<Jobs extends JobMap<Jobs> = UntypedJobs> {
     return new JetStreamWorker(this.#target, this.settings, options as JetStreamWorkerOptions);
   }
 
-  /** The queue's figures from JetStream's consumer info (the consumer must exist: a worker creates it) and the outbox. */
-  async stats(): Promise<JetStreamQueueStats> {
-    const connection = await openQueue(this.settings, false, "errand-jetstream-stats");
+  /**
+   * The queue's figures from JetStream's consumer info (the consumer must exist: a worker
+   * creates it) and the outbox; fails after `timeoutMs` (default 20 s) when NATS does not answer.
+   */
+  async stats(options: { readonly timeoutMs?: number } = {}): Promise<JetStreamQueueStats> {
+    const connection = await openQueue(this.settings, false, "errand-jetstream-stats", options.timeoutMs).catch((error: unknown) => {
+      if (error instanceof Error && /consumer not found/i.test(error.message)) {
+        throw new ErrandError("broker_unreachable", `JetStream queue '${this.settings.queue}' has no consumer '${this.settings.consumer}' yet: the first worker creates it`, { cause: error });
+      }
+      throw error;
+    });
     try {
       const info = await connection.consumer.info();
       const { rows } = await this.#target.driver.run<{ n: number }>(jetstreamQueriesFor(this.#target.schema).outboxCount, [this.settings.topic]);

@@ -16,6 +16,7 @@ import { jetstreamQueriesFor } from "../sql/jetstream.js";
 import { checkKeys, integerIn, nonNegativeMs } from "../validate.js";
 import { type ClaimedJob, type Outcome, type RunWrites, describeError, execute } from "../worker/executor.js";
 import type { Handlers } from "../worker/handlers.js";
+import { AttemptErrors } from "./attempt-errors.js";
 import { type QueueConnection, openQueue } from "./connection.js";
 import { decodeJob } from "./message.js";
 import type { ResolvedQueue } from "./options.js";
@@ -41,8 +42,10 @@ export type JetStreamWorkerEvent =
   | { readonly type: "error"; readonly error: Error };
 
 interface Running {
-  readonly done: Promise<void>;
+  done: Promise<void>;
   readonly controller: AbortController;
+  /** Gives the message back to JetStream at once (a nak) and drops the handler's outcome; set once the job is decoded. */
+  release?: () => void;
 }
 
 type JsMsg = import("@nats-io/jetstream").JsMsg;
@@ -63,6 +66,7 @@ export class JetStreamWorker {
   readonly #onEvent: ((event: JetStreamWorkerEvent) => void) | undefined;
   readonly #running = new Set<Running>();
   #connection: QueueConnection | undefined;
+  #attemptErrors: AttemptErrors | undefined;
   #batch: Awaited<ReturnType<QueueConnection["consumer"]["fetch"]>> | undefined;
   #pulling: Promise<void> = Promise.resolve();
   #stopping = false;
@@ -88,6 +92,7 @@ export class JetStreamWorker {
   async start(): Promise<void> {
     if (this.#connection) throw new ErrandError("worker_state", "this JetStream worker was started already");
     this.#connection = await openQueue(this.#queue, true);
+    this.#attemptErrors = new AttemptErrors(this.#connection, this.#queue, (error) => this.#emit({ type: "error", error }));
     this.#connected = true;
     void this.#watch(this.#connection);
     this.#pulling = this.#pull(this.#connection);
@@ -111,8 +116,13 @@ export class JetStreamWorker {
     const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.#shutdownMs)));
     await Promise.race([all, late]);
     clearTimeout(timer);
-    for (const r of this.#running) r.controller.abort(new ErrandError("shutdown", "the worker is stopping past its shutdown deadline; the job will run again"));
-    await all;
+    for (const r of this.#running) {
+      r.controller.abort(new ErrandError("shutdown", "the worker is stopping past its shutdown deadline; the job will run again"));
+      r.release?.();
+    }
+    // A handler that ignores its signal is not waited for (its message is back in the
+    // stream, as the PostgreSQL worker releases its job); a dead row being written is.
+    await Promise.all([...this.#running].filter((r) => !r.release).map((r) => r.done));
     await this.#connection.nc.drain().catch(() => this.#connection?.close());
   }
 
@@ -141,15 +151,16 @@ export class JetStreamWorker {
   }
 
   #start(msg: JsMsg): void {
-    const controller = new AbortController();
-    const entry: Running = { controller, done: this.#run(msg, controller).finally(() => {
+    const entry: Running = { controller: new AbortController(), done: Promise.resolve() };
+    entry.done = this.#run(msg, entry).finally(() => {
       this.#running.delete(entry);
       this.#slotFreed?.();
-    }) };
+    });
     this.#running.add(entry);
   }
 
-  async #run(msg: JsMsg, controller: AbortController): Promise<void> {
+  async #run(msg: JsMsg, entry: Running): Promise<void> {
+    const { controller } = entry;
     const started = monotonicClock.now();
     const id = msg.headers?.get("Nats-Msg-Id") || `${this.#queue.stream}:${msg.seq}`;
     const attempt = msg.info.deliveryCount;
@@ -166,6 +177,14 @@ export class JetStreamWorker {
       return;
     }
     this.#emit({ type: "started", id, kind: job.kind, attempt });
+    const finish = (result: "done" | "retry" | "snoozed" | "dead" | "lease_expired" | "returned") =>
+      this.#emit({ type: "finished", id, kind: job.kind, attempt, outcome: result, ms: monotonicClock.now() - started });
+    let released = false;
+    entry.release = () => {
+      released = true;
+      msg.nak();
+      finish("returned");
+    };
     // The lease: ack wait from the last in-progress ack this worker sent while connected.
     let leaseUntil = monotonicClock.now() + this.#queue.ackWaitMs;
     const beat = () => {
@@ -185,15 +204,12 @@ export class JetStreamWorker {
       outcome = await execute(job, this.#handlers, controller, job.policy, writes);
     } finally {
       clearInterval(heartbeat);
+      // From here the outcome is being written: stop() waits for it rather than releasing the message.
+      entry.release = undefined;
     }
+    if (released) return; // stop() gave the message back past its deadline
     const reason = controller.signal.aborted ? (controller.signal.reason as ErrandError | undefined)?.code : undefined;
-    const finish = (result: "done" | "retry" | "snoozed" | "dead" | "lease_expired" | "returned") =>
-      this.#emit({ type: "finished", id, kind: job.kind, attempt, outcome: result, ms: monotonicClock.now() - started });
     if (reason === "lease_expired") return finish("lease_expired"); // not ours any more: no ack, whatever it did
-    if (reason === "shutdown" && outcome.type !== "done") {
-      msg.nak();
-      return finish("returned");
-    }
     try {
       if (outcome.type === "done") {
         // Not confirmed (a confirmed ack halves the rate): a lost ack means one more delivery after the ack wait, as a crash would.
@@ -205,6 +221,10 @@ export class JetStreamWorker {
       } else if (outcome.permanent || attempt >= job.maxAttempts) {
         await this.#bury(msg, job, outcome.error, started);
       } else {
+        // Kept before the nak, so the attempt that buries the job finds it.
+        await this.#attemptErrors!.record(id, attempt, outcome.error).catch((error: unknown) =>
+          this.#emit({ type: "error", error: new ErrandError("outcome_not_written", `attempt ${attempt}'s error of job ${id} was not kept: its dead row will lack it`, { cause: error }) }),
+        );
         msg.nak(Math.round(outcome.delayMs));
         finish("retry");
       }
@@ -217,6 +237,10 @@ export class JetStreamWorker {
   /** The job as a dead row in PostgreSQL, then the message acknowledged (removed from the work queue). */
   async #bury(msg: JsMsg, job: Pick<ClaimedJob, "id" | "kind" | "payload" | "attempt" | "maxAttempts" | "retry">, error: string, started: number): Promise<void> {
     const { bury } = jetstreamQueriesFor(this.#schema);
+    const earlier = await this.#attemptErrors!.read(job.id, job.attempt).catch((cause: unknown) => {
+      this.#emit({ type: "error", error: new ErrandError("outcome_not_written", `the earlier attempts' errors of dead job ${job.id} could not be read: its row keeps the last one`, { cause }) });
+      return [];
+    });
     try {
       await this.#driver.run(bury, [
         job.kind,
@@ -228,6 +252,7 @@ export class JetStreamWorker {
         error,
         job.id,
         `jetstream:${this.#queue.stream}:${job.id}`,
+        JSON.stringify(earlier),
       ]);
     } catch (cause) {
       // PostgreSQL could not take it: leave the message to come back after the ack wait.
@@ -236,6 +261,7 @@ export class JetStreamWorker {
     }
     try {
       await msg.ackAck();
+      if (earlier.length > 0) void this.#attemptErrors!.forget(job.id).catch(() => {}); // else they age out
     } catch (cause) {
       // Delivered again after the ack wait: that delivery finds the row there and buries nothing twice.
       this.#emit({ type: "error", error: new ErrandError("outcome_not_written", `dead job ${job.id} was not acknowledged to JetStream`, { cause }) });

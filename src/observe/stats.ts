@@ -1,4 +1,6 @@
+import { defaultJetStreamStatsTimeoutMs } from "../defaults.js";
 import type { Driver } from "../driver/types.js";
+import type { JetStreamQueueStats, JetStreamStatsSource } from "../jetstream/queue.js";
 import { type LimitInfo, readLimits } from "../limits.js";
 import { type QueueDepth, readQueueDepths } from "../queues.js";
 import { observeQueriesFor } from "../sql/observe.js";
@@ -73,7 +75,16 @@ export interface QueueStats {
    * worker was given. Empty when every ready job has a worker.
    */
   readonly unserved: readonly UnservedJobs[];
+  /**
+   * The JetStream queues this client knows (each `new JetStreamQueue(errand, …)`), in the
+   * order created: their figures, or `error` when NATS did not answer in time (2 s) or the
+   * queue has no consumer yet. Absent when there are none.
+   */
+  readonly jetstream?: readonly JetStreamQueueReport[];
 }
+
+/** A JetStream queue in {@link QueueStats}: its figures, or why they could not be read. */
+export type JetStreamQueueReport = JetStreamQueueStats | { readonly queue: string; readonly error: string };
 
 /** Ready jobs of one queue and kind that no live worker would claim. */
 export interface UnservedJobs {
@@ -110,13 +121,19 @@ interface StatsRow {
  * Reads the queue's figures in one statement (see `stats` in src/sql/observe.ts for
  * what it costs). Usually called as `errand.stats()`.
  */
-export async function readStats(driver: Driver, schema: string): Promise<QueueStats> {
-  const [{ rows }, { queues, pausedKinds }, backlog, limits, unservedRows] = await Promise.all([
+export async function readStats(driver: Driver, schema: string, jetstreamQueues: readonly JetStreamStatsSource[] = []): Promise<QueueStats> {
+  const [{ rows }, { queues, pausedKinds }, backlog, limits, unservedRows, jetstream] = await Promise.all([
     driver.run<StatsRow>(observeQueriesFor(schema).stats, []),
     readQueueDepths(driver, schema),
     driver.run<{ messages: string | number; oldest_ms: string | number | null }>(outboxQueriesFor(schema).backlog, []),
     readLimits(driver, schema),
     driver.run<{ queue: string; kind: string; ready: string | number }>(workerQueriesFor(schema).unserved, []),
+    // NATS being down must not fail the PostgreSQL figures: each queue answers or says why not.
+    Promise.all(
+      jetstreamQueues.map((queue) =>
+        queue.stats({ timeoutMs: defaultJetStreamStatsTimeoutMs }).catch((error: unknown): JetStreamQueueReport => ({ queue: queue.settings.queue, error: error instanceof Error ? error.message : String(error) })),
+      ),
+    ),
   ]);
   const at = new Date(rows[0]!.at);
   const kinds: Record<string, KindStats> = {};
@@ -124,7 +141,7 @@ export async function readStats(driver: Driver, schema: string): Promise<QueueSt
   const { messages, oldest_ms } = backlog.rows[0]!;
   const outbox = { messages: Number(messages), oldestAgeMs: oldest_ms === null ? null : Math.max(0, Math.round(Number(oldest_ms))) };
   const unserved = unservedRows.rows.map((row) => ({ queue: row.queue, kind: row.kind, ready: Number(row.ready) }));
-  return { at, total: sumStats(Object.values(kinds)), kinds, queues, pausedKinds, limits, unserved, outbox };
+  return { at, total: sumStats(Object.values(kinds)), kinds, queues, pausedKinds, limits, unserved, outbox, ...(jetstream.length > 0 ? { jetstream } : {}) };
 }
 
 function toKindStats(row: StatsRow): KindStats {

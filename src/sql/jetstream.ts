@@ -20,12 +20,13 @@ function build(s: string): JetStreamQueries {
      * worker that dies between this insert and its ack, and the delivery that follows,
      * leave one row, not two. $1 kind, $2 payload (JSON text), $3 attempts int, $4
      * max_attempts int, $5 queue, $6 retry (JSON text or null), $7 error text, $8 message
-     * id, $9 dedupe key. rows: id (none when the row was there already)
+     * id, $9 dedupe key, $10 the earlier attempts' errors (JSON array text, oldest first;
+     * the last attempt's is added). rows: id (none when the row was there already)
      */
     bury: statement(`
       INSERT INTO ${jobs} (kind, payload, status, attempts, max_attempts, queue, retry, last_error, errors, finished_at, dedupe_key)
       VALUES ($1, $2::text::jsonb, 'dead', $3, $4, $5, $6::text::jsonb, $7,
-              jsonb_build_array(jsonb_build_object('attempt', $3::int, 'at', now(), 'error', $7::text, 'transport', 'jetstream', 'messageId', $8::text)),
+              $10::text::jsonb || jsonb_build_array(jsonb_build_object('attempt', $3::int, 'at', now(), 'error', $7::text, 'transport', 'jetstream', 'messageId', $8::text)),
               now(), $9)
       ON CONFLICT (dedupe_key) DO NOTHING
       RETURNING id`),

@@ -6,6 +6,7 @@ import { eventually, useTestErrand } from "../support/db.js";
 import { natsUrl } from "../support/services.js";
 import { Registry } from "prom-client";
 import { registerJetStreamGauges } from "../../src/metrics.js";
+import { attemptErrorsStream } from "../../src/jetstream/attempt-errors.js";
 
 // JetStream as a job transport, against the real NATS server and both databases: jobs
 // enqueued in PostgreSQL's outbox, relayed to a work-queue stream, run with errand's
@@ -117,7 +118,12 @@ it("a job failing its last attempt lands dead in PostgreSQL; errand.dead.retry s
   expect(dead!.last_error).toContain("broken on attempt 3");
   const listed = await t.errand.dead.list();
   expect(listed).toHaveLength(1);
-  expect(listed[0]!.errors[0]).toMatchObject({ attempt: 3, transport: "jetstream", messageId: id });
+  // Every attempt's error, as on PostgreSQL: the earlier ones kept in JetStream until the job went dead.
+  expect(listed[0]!.errors.map((e) => [e.attempt, /broken on attempt (\d)/.exec(e.error)?.[1]])).toEqual([[1, "1"], [2, "2"], [3, "3"]]);
+  expect(listed[0]!.errors.every((e) => (e as { transport?: string }).transport === "jetstream" && !Number.isNaN(Date.parse(String(e.at))))).toBe(true);
+  expect(listed[0]!.errors[2]).toMatchObject({ messageId: id });
+  const kept = (attempt: number) => stream.jsm.streams.getMessage(attemptErrorsStream, { last_by_subj: `errand_attempt_errors.${stream.name}.errand_media.${id}.${attempt}` }).catch(() => null);
+  await eventually(async () => (await kept(1)) === null && (await kept(2)) === null, 10_000, "the kept errors deleted once the dead row holds them");
   await eventually(async () => (await stream.count()) === 0, 10_000, "the dead job's message gone from the work queue");
 
   healed = true;

@@ -3,6 +3,7 @@ import { throughputChart } from "../chart.js";
 import type { MinuteCount } from "../data.js";
 import { type Html, html } from "../html.js";
 import { type PageContext, count, duration, href, page } from "../layout.js";
+import { jetstreamSection } from "./jetstream.js";
 import { limitsSection, unservedWarning } from "./limits.js";
 import { type PauseDone, pausedNotice, queuesSection } from "./queues.js";
 
@@ -63,6 +64,7 @@ ${kinds.length === 0
 </table></div>`}
 ${queuesSection(ctx, numbers.stats)}
 ${limitsSection(numbers.stats)}
+${jetstreamSection(numbers.stats)}
 </div>`;
   return page(ctx, { title: "Overview", section: "overview", body, refreshSeconds });
 }
