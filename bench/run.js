@@ -55,6 +55,7 @@ async function measureOnce(def, system, run) {
     const extra = result.p99 != null ? ` p99 ${result.p99.toFixed(1)}` : "";
     const rss = (result.maxRssMB != null ? ` rss ${result.maxRssMB.toFixed(0)} MB` : "") +
       (result.cpuUsPerJob != null ? `, ${result.cpuUsPerJob.toFixed(1)} µs CPU/job` : "") +
+      (result.pgCpuUsPerJob != null ? `, PostgreSQL ${result.pgCpuUsPerJob.toFixed(1)} µs/job` : "") +
       (result.generateSeconds != null ? `, history generated in ${result.generateSeconds.toFixed(0)} s` : "") +
       (result.committedPerSecond != null ? `, ${result.committedPerSecond.toFixed(0)} enqueues/s committed` : "") +
       (result.backendsPct != null ? `, the workers' ${result.backends} backends ${result.backendsPct.toFixed(2)} %, all postgres with no workers ${result.baselinePct.toFixed(2)} %` : "");

@@ -97,7 +97,13 @@ export async function processJobs(system, ns, { count, capMs, mode, workers = 1,
   await seed(adapter, count, keys, batched);
   await adapter.close();
   const tasks = Array.from({ length: workers }, () => ({ role: "worker", system, ns, mode, env }));
+  // PostgreSQL's CPU (every postgres process on this machine, none when the server is
+  // elsewhere) per handled job, in µs, start-up and shutdown included: beside the workers'
+  // own, where a run's CPU goes.
+  const pgCpu = () => { try { return postgresCpu(); } catch { return null; } };
+  const pg0 = pgCpu();
   const { results, reached } = await runWorkers(tasks, count, capMs);
+  const pg1 = pg0 && pgCpu();
   const handled = results.reduce((s, r) => s + r.count, 0);
   const first = Math.min(...results.map((r) => r.first ?? Infinity));
   const last = Math.max(...results.map((r) => r.last ?? -Infinity));
@@ -114,7 +120,8 @@ export async function processJobs(system, ns, { count, capMs, mode, workers = 1,
   await adapter.close();
   // Node CPU per handled job, in µs: less sensitive to a loaded machine than the rate.
   const cpuUsPerJob = (results.reduce((s, r) => s + (r.cpuMs ?? 0), 0) * 1000) / Math.max(1, handled);
-  return { value, handled, completed, reached, cpuUsPerJob, maxRssMB: Math.max(...results.map((r) => r.maxRssMB)), stopMs: Math.max(...results.map((r) => r.stopMs)) };
+  const pgCpuUsPerJob = pg1 ? (cpuBetween(pg0, pg1) * 1e6) / Math.max(1, handled) : null;
+  return { value, handled, completed, reached, cpuUsPerJob, pgCpuUsPerJob, maxRssMB: Math.max(...results.map((r) => r.maxRssMB)), stopMs: Math.max(...results.map((r) => r.stopMs)) };
 }
 
 /** The raw-SQL ceiling by pgbench: the seed's table (bench/systems/raw.js), filled the same way. */
