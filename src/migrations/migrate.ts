@@ -1,8 +1,10 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { ErrandError } from "../errors.js";
-import type { Driver } from "../driver/types.js";
+import type { Driver, Session } from "../driver/types.js";
 import { channelFor, qualified } from "../sql/statement.js";
 import { migrations as shipped } from "./index.js";
 import type { Migration } from "./migration.js";
+import { finishOnline } from "./online.js";
 
 /**
  * `list` as the migrator may apply it: not empty, versions 1, 2, 3, … in order. An empty
@@ -29,32 +31,81 @@ export function latestVersion(): number {
   return checkMigrations(shipped).length;
 }
 
+// A migration's transaction waits at most this long for a table's lock. While it waits,
+// every enqueue and claim that arrives after it queues behind it, so a long wait (behind
+// someone's long transaction) would stop the queue as surely as a long migration.
+const lockTimeoutMs = 200;
+// Then it rolls back, lets the queue move, and tries again, this many times in all.
+const lockAttempts = 25;
+// How often a second migrator asks for the lock the first one holds. It asks with a
+// statement that returns at once rather than one that waits: a waiting statement holds a
+// snapshot, and CREATE INDEX CONCURRENTLY in the first would wait for it (a deadlock).
+const lockPollMs = 50;
+
 /**
- * Brings `schema` up to the latest version. Forward-only and idempotent: applied
- * versions are recorded in `<schema>.migrations`. Safe when several processes migrate at
- * once: a transaction-level advisory lock serialises them, and the late ones find
- * nothing left to do. Returns the versions it applied.
+ * Brings `schema` up to the latest version while workers and enqueues go on. Forward-only
+ * and idempotent: applied versions are recorded in `<schema>.migrations`. Each pending
+ * migration's `sql` runs in its own transaction, which records it; then the indexes and
+ * constraint checks that read the whole table are done without blocking writes (see
+ * {@link Migration}), and a run interrupted before they finished has them finished by the
+ * next one. Safe when several processes migrate at once: a session-level advisory lock
+ * serialises them, and the late ones find nothing left to do. Returns the versions it
+ * applied. `list` is the migrations to bring it to: every shipped one, or the first n of
+ * them (a test that upgrades an old installation).
  */
-export async function migrate(driver: Driver, schema: string): Promise<number[]> {
-  const migrations = checkMigrations(shipped);
+export async function migrate(driver: Driver, schema: string, list: readonly Migration[] = shipped): Promise<number[]> {
+  const migrations = checkMigrations(list);
   const s = qualified(schema);
-  return driver.transaction(async (tx) => {
-    await tx.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`errand.migrate:${schema}`]);
-    await tx.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
-    await tx.query(
-      `CREATE TABLE IF NOT EXISTS ${s}.migrations (
-         version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
-    );
-    const { rows } = await tx.query<{ version: number }>(`SELECT version FROM ${s}.migrations`);
-    const applied = new Set(rows.map((row) => Number(row.version)));
-    const done: number[] = [];
-    for (const migration of migrations) {
-      if (applied.has(migration.version)) continue;
-      const sql = migration.sql.replaceAll("{{schema}}", s).replaceAll("{{channel}}", channelFor(schema));
-      await tx.exec(sql);
-      await tx.query(`INSERT INTO ${s}.migrations (version, name) VALUES ($1, $2)`, [migration.version, migration.name]);
-      done.push(migration.version);
+  const key = `errand.migrate:${schema}`;
+  return driver.session(async (session) => {
+    while (!(await session.query<{ locked: boolean }>("SELECT pg_try_advisory_lock(hashtext($1)) AS locked", [key])).rows[0]?.locked) {
+      await sleep(lockPollMs);
     }
-    return done;
+    try {
+      await session.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
+      await session.query(
+        `CREATE TABLE IF NOT EXISTS ${s}.migrations (
+           version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+      );
+      const { rows } = await session.query<{ version: number }>(`SELECT version FROM ${s}.migrations`);
+      const applied = new Set(rows.map((row) => Number(row.version)));
+      const done: number[] = [];
+      for (const migration of migrations) {
+        if (applied.has(migration.version)) continue;
+        await apply(session, schema, migration);
+        done.push(migration.version);
+      }
+      await finishOnline(session, schema, migrations);
+      return done;
+    } finally {
+      await session.query("SELECT pg_advisory_unlock(hashtext($1))", [key]);
+    }
   });
+}
+
+/** Runs one migration's `sql` and records it, in one transaction that waits for no lock for long. */
+async function apply(session: Session, schema: string, migration: Migration): Promise<void> {
+  const s = qualified(schema);
+  const sql = migration.sql.replaceAll("{{schema}}", s).replaceAll("{{channel}}", channelFor(schema));
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await session.transaction(async (tx) => {
+        await tx.query(`SET LOCAL lock_timeout = '${lockTimeoutMs}ms'`);
+        await tx.exec(sql);
+        await tx.query(`INSERT INTO ${s}.migrations (version, name) VALUES ($1, $2)`, [migration.version, migration.name]);
+      });
+      return;
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== "55P03") throw error;
+      if (attempt === lockAttempts) {
+        throw new ErrandError(
+          "migration_lock_timeout",
+          `migration ${migration.version} (${migration.name}) could not take a lock on schema ${schema} within ${lockTimeoutMs} ms, ${lockAttempts} times: ` +
+            `a long transaction holds one of its tables (see pg_stat_activity); nothing of it was applied — run the migration again when that transaction has ended`,
+          { cause: error },
+        );
+      }
+      await sleep(lockTimeoutMs * attempt);
+    }
+  }
 }
