@@ -7,7 +7,7 @@ export const migration: Migration = {
   // The claim reads one queue's ready jobs in order: the ready index leads with the queue.
   // Like jobs_ready, which it replaces (dropped once this one is built, so claims always
   // have one), it holds only ready rows (the backlog, not the done history).
-  indexes: [{ name: "jobs_ready_queue", on: "{{schema}}.jobs (queue, priority DESC, run_at, id) WHERE status = 'ready'" }],
+  indexes: [{ name: "jobs_ready_queue", table: "jobs", columns: "(queue, priority DESC, run_at, id) WHERE status = 'ready'" }],
   retires: ["jobs_ready"],
   validates: ["jobs_queue_named"],
   sql: `-- The queue a job belongs to; workers claim from the queues they serve. A constant

@@ -6,7 +6,7 @@ export const migration: Migration = {
   name: "batches",
   // A batch's members (its page, its failed ids when it finishes). Only rows with a batch are
   // in it; batch_id never changes, so it does not stop updates from being HOT.
-  indexes: [{ name: "jobs_batch", on: "{{schema}}.jobs (batch_id, id) WHERE batch_id IS NOT NULL" }],
+  indexes: [{ name: "jobs_batch", table: "jobs", columns: "(batch_id, id) WHERE batch_id IS NOT NULL" }],
   sql: `-- A batch: its members are jobs with batch_id set; when every member has finished (done,
 -- dead or cancelled) the callback job is inserted, exactly once. remaining and the three
 -- counts are kept by the trigger below, under the batch row's lock, which serialises

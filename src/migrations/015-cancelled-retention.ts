@@ -9,7 +9,7 @@ export const migration: Migration = {
   // same for done rows). A separate index rather than widening jobs_done to status IN
   // ('done', 'cancelled'): widening would rebuild the largest index of the table (every
   // retained done job). This one holds cancelled rows only, few in most queues.
-  indexes: [{ name: "jobs_cancelled", on: "{{schema}}.jobs (finished_at) WHERE status = 'cancelled'" }],
+  indexes: [{ name: "jobs_cancelled", table: "jobs", columns: "(finished_at) WHERE status = 'cancelled'" }],
   sql: `-- Cancelled jobs still in the table, per kind, for stats: kept like the done count, so
 -- stats never counts the cancelled history row by row (a cancel by kind may leave
 -- millions). The cancel statement adds to it; the delete trigger subtracts.

@@ -8,17 +8,17 @@ export const migration: Migration = {
     // The plain claim's index holds only unkeyed ready rows, so a backlog of keyed jobs
     // (held back by their limits) is never scanned by it. It replaces jobs_ready_queue
     // (011), dropped once this one is built; an upgrade from before 011 builds only this one.
-    { name: "jobs_ready_plain", on: "{{schema}}.jobs (queue, priority DESC, run_at, id) WHERE status = 'ready' AND concurrency_key IS NULL" },
+    { name: "jobs_ready_plain", table: "jobs", columns: "(queue, priority DESC, run_at, id) WHERE status = 'ready' AND concurrency_key IS NULL" },
     // The keyed claim: ready keys in order (a loose index scan finds the next key), and each
     // key's ready jobs in claim order. Empty unless keys are used.
-    { name: "jobs_ready_keyed", on: "{{schema}}.jobs (queue, concurrency_key, priority DESC, run_at, id) WHERE status = 'ready' AND concurrency_key IS NOT NULL" },
+    { name: "jobs_ready_keyed", table: "jobs", columns: "(queue, concurrency_key, priority DESC, run_at, id) WHERE status = 'ready' AND concurrency_key IS NOT NULL" },
     // A key's running jobs (its concurrency) and its recent starts (its rate): counted from
     // the jobs themselves, so a crash leaves no counter to repair (the rescuer puts an expired
     // lease back to ready, and it stops counting).
     // (started_at IS NOT NULL: a ready job that never started is not in it, so the reads of ready
     // rows, which do not imply it, cannot pick this index over jobs_ready_keyed.)
-    { name: "jobs_keyed_started", on: "{{schema}}.jobs (concurrency_key, started_at) WHERE concurrency_key IS NOT NULL AND started_at IS NOT NULL" },
-    { name: "jobs_keyed_running", on: "{{schema}}.jobs (concurrency_key) WHERE status = 'running' AND concurrency_key IS NOT NULL" },
+    { name: "jobs_keyed_started", table: "jobs", columns: "(concurrency_key, started_at) WHERE concurrency_key IS NOT NULL AND started_at IS NOT NULL" },
+    { name: "jobs_keyed_running", table: "jobs", columns: "(concurrency_key) WHERE status = 'running' AND concurrency_key IS NOT NULL" },
   ],
   retires: ["jobs_ready_queue"],
   validates: ["jobs_concurrency_key_named"],

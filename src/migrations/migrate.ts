@@ -4,7 +4,7 @@ import type { Driver, Session } from "../driver/types.js";
 import { channelFor, qualified } from "../sql/statement.js";
 import { migrations as shipped } from "./index.js";
 import type { Migration } from "./migration.js";
-import { finishOnline } from "./online.js";
+import { finishOnline, shortTransaction } from "./online.js";
 
 /**
  * `list` as the migrator may apply it: not empty, versions 1, 2, 3, … in order. An empty
@@ -31,12 +31,6 @@ export function latestVersion(): number {
   return checkMigrations(shipped).length;
 }
 
-// A migration's transaction waits at most this long for a table's lock. While it waits,
-// every enqueue and claim that arrives after it queues behind it, so a long wait (behind
-// someone's long transaction) would stop the queue as surely as a long migration.
-const lockTimeoutMs = 200;
-// Then it rolls back, lets the queue move, and tries again, this many times in all.
-const lockAttempts = 25;
 // How often a second migrator asks for the lock the first one holds. It asks with a
 // statement that returns at once rather than one that waits: a waiting statement holds a
 // snapshot, and CREATE INDEX CONCURRENTLY in the first would wait for it (a deadlock).
@@ -87,25 +81,8 @@ export async function migrate(driver: Driver, schema: string, list: readonly Mig
 async function apply(session: Session, schema: string, migration: Migration): Promise<void> {
   const s = qualified(schema);
   const sql = migration.sql.replaceAll("{{schema}}", s).replaceAll("{{channel}}", channelFor(schema));
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await session.transaction(async (tx) => {
-        await tx.query(`SET LOCAL lock_timeout = '${lockTimeoutMs}ms'`);
-        await tx.exec(sql);
-        await tx.query(`INSERT INTO ${s}.migrations (version, name) VALUES ($1, $2)`, [migration.version, migration.name]);
-      });
-      return;
-    } catch (error) {
-      if ((error as { code?: unknown }).code !== "55P03") throw error;
-      if (attempt === lockAttempts) {
-        throw new ErrandError(
-          "migration_lock_timeout",
-          `migration ${migration.version} (${migration.name}) could not take a lock on schema ${schema} within ${lockTimeoutMs} ms, ${lockAttempts} times: ` +
-            `a long transaction holds one of its tables (see pg_stat_activity); nothing of it was applied — run the migration again when that transaction has ended`,
-          { cause: error },
-        );
-      }
-      await sleep(lockTimeoutMs * attempt);
-    }
-  }
+  await shortTransaction(session, `migration ${migration.version} (${migration.name}) of schema ${schema}`, async (tx) => {
+    await tx.exec(sql);
+    await tx.query(`INSERT INTO ${s}.migrations (version, name) VALUES ($1, $2)`, [migration.version, migration.name]);
+  });
 }

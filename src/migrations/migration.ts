@@ -30,6 +30,8 @@ export interface Migration {
 /** An index on a table of the schema, built without blocking writes to it. */
 export interface IndexBuild {
   readonly name: string;
-  /** What follows `ON` in CREATE INDEX: `{{schema}}.jobs (queue, …) WHERE …`. */
-  readonly on: string;
+  /** The table in the schema: `jobs`. */
+  readonly table: string;
+  /** What follows the table in CREATE INDEX: `(queue, …) WHERE …`. */
+  readonly columns: string;
 }

@@ -1,6 +1,48 @@
-import type { Session } from "../driver/types.js";
+import { setTimeout as sleep } from "node:timers/promises";
+import { ErrandError } from "../errors.js";
+import type { Session, Transaction } from "../driver/types.js";
 import { qualified } from "../sql/statement.js";
 import type { IndexBuild, Migration } from "./migration.js";
+
+// A migration's transaction waits at most this long for a table's lock. While it waits,
+// every enqueue and claim that arrives after it queues behind it, so a long wait (behind
+// someone's long transaction) would stop the queue as surely as a long migration.
+const lockTimeoutMs = 200;
+// Then it rolls back, lets the queue move, and tries again, this many times in all.
+const lockAttempts = 25;
+// A table smaller than this (about 50,000 jobs) gets its index built inside a short
+// transaction, in milliseconds. CREATE INDEX CONCURRENTLY would not block its writes
+// either, but it waits for every older transaction in the whole database to end: a fresh
+// install would wait for someone's hour-long report.
+const smallTableBytes = 8 * 1024 * 1024;
+
+/**
+ * Runs `fn` in a transaction on `session` that waits at most 200 ms for any lock; when it
+ * times out, it rolls back, waits a little longer each time and tries again (25 times).
+ * `what` names the work in the error that says it gave up.
+ */
+export async function shortTransaction(session: Session, what: string, fn: (tx: Transaction) => Promise<void>): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await session.transaction(async (tx) => {
+        await tx.query(`SET LOCAL lock_timeout = '${lockTimeoutMs}ms'`);
+        await fn(tx);
+      });
+      return;
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== "55P03") throw error;
+      if (attempt === lockAttempts) {
+        throw new ErrandError(
+          "migration_lock_timeout",
+          `${what} could not take a lock within ${lockTimeoutMs} ms, ${lockAttempts} times: a long transaction holds one of its tables ` +
+            `(see pg_stat_activity); nothing of it was applied — run the migration again when that transaction has ended`,
+          { cause: error },
+        );
+      }
+      await sleep(lockTimeoutMs * attempt);
+    }
+  }
+}
 
 /**
  * Finishes what `migrations` declare to be done outside their transactions (see
@@ -12,20 +54,28 @@ import type { IndexBuild, Migration } from "./migration.js";
 export async function finishOnline(session: Session, schema: string, migrations: readonly Migration[]): Promise<void> {
   const s = qualified(schema);
   const { wanted, retired } = indexesOf(migrations);
-  const { rows } = await session.query<{ name: string; valid: boolean }>(
-    `SELECT c.relname AS name, i.indisvalid AND i.indisready AS valid
-     FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+  const { rows } = await session.query<{ name: string; table: string; valid: boolean }>(
+    `SELECT c.relname AS name, t.relname AS table, i.indisvalid AND i.indisready AS valid
+     FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_class t ON t.oid = i.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace
      WHERE n.nspname = $1`,
     [schema],
   );
-  const existing = new Map(rows.map((row) => [row.name, row.valid]));
+  const existing = new Map(rows.map((row) => [row.name, row]));
   for (const index of wanted) {
-    const valid = existing.get(index.name);
+    const valid = existing.get(index.name)?.valid;
     if (valid) continue;
-    // Left by a build that was interrupted: no query reads it, but every write still
-    // updates it, and IF NOT EXISTS would take it for done.
-    if (valid === false) await session.query(`DROP INDEX CONCURRENTLY ${s}.${index.name}`);
-    await session.query(`CREATE INDEX CONCURRENTLY ${index.name} ON ${index.on.replaceAll("{{schema}}", s)}`);
+    // valid === false: left by a build that was interrupted. No query reads it, but every
+    // write still updates it, and IF NOT EXISTS would take it for done.
+    const create = `${index.name} ON ${s}.${index.table} ${index.columns}`;
+    if (await isSmall(session, schema, index.table)) {
+      await shortTransaction(session, `building index ${index.name} of schema ${schema}`, async (tx) => {
+        if (valid === false) await tx.query(`DROP INDEX ${s}.${index.name}`);
+        await tx.query(`CREATE INDEX ${create}`);
+      });
+    } else {
+      if (valid === false) await session.query(`DROP INDEX CONCURRENTLY ${s}.${index.name}`);
+      await session.query(`CREATE INDEX CONCURRENTLY ${create}`);
+    }
   }
   const checks = migrations.flatMap((migration) => migration.validates ?? []);
   if (checks.length > 0) {
@@ -38,8 +88,19 @@ export async function finishOnline(session: Session, schema: string, migrations:
     for (const { constraint, table } of unchecked) await session.query(`ALTER TABLE ${s}.${table} VALIDATE CONSTRAINT ${constraint}`);
   }
   for (const name of retired) {
-    if (existing.has(name)) await session.query(`DROP INDEX CONCURRENTLY IF EXISTS ${s}.${name}`);
+    const table = existing.get(name)?.table;
+    if (table === undefined) continue;
+    if (await isSmall(session, schema, table)) {
+      await shortTransaction(session, `dropping index ${name} of schema ${schema}`, (tx) => tx.query(`DROP INDEX IF EXISTS ${s}.${name}`).then(() => {}));
+    } else {
+      await session.query(`DROP INDEX CONCURRENTLY IF EXISTS ${s}.${name}`);
+    }
   }
+}
+
+async function isSmall(session: Session, schema: string, table: string): Promise<boolean> {
+  const { rows } = await session.query<{ bytes: string }>("SELECT pg_relation_size(format('%I.%I', $1::text, $2::text)) AS bytes", [schema, table]);
+  return Number(rows[0]!.bytes) < smallTableBytes;
 }
 
 /** The indexes the latest of `migrations` has (in the order declared), and those retired on the way. */
