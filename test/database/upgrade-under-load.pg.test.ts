@@ -197,7 +197,10 @@ describe("upgrading an installation while it works", () => {
       await pool.end();
       await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE; DROP SCHEMA IF EXISTS ${fresh} CASCADE`);
     }
-  });
+  
+    // CREATE INDEX CONCURRENTLY waits for every older transaction in the database to end:
+    // on a server shared with other test runs, that took 23 s once (the queue went on).
+  }, 180_000);
 
   it("waits for a long transaction's lock in short tries, so the queue moves between them", async () => {
     const schema = freshSchema();
