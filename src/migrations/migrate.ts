@@ -63,26 +63,28 @@ export async function migrate(driver: Driver, schema: string, list: readonly Mig
       );
       const { rows } = await session.query<{ version: number }>(`SELECT version FROM ${s}.migrations`);
       const applied = new Set(rows.map((row) => Number(row.version)));
-      const done: number[] = [];
-      for (const migration of migrations) {
-        if (applied.has(migration.version)) continue;
-        await apply(session, schema, migration);
-        done.push(migration.version);
+      const pending = migrations.filter((migration) => !applied.has(migration.version));
+      // A fresh install takes them all in one transaction: its tables are new and empty, so
+      // holding their locks a little longer stops nobody, and a commit per migration costs more.
+      for (const group of applied.size === 0 ? [pending] : pending.map((migration) => [migration])) {
+        if (group.length > 0) await apply(session, schema, group);
       }
       await finishOnline(session, schema, migrations);
-      return done;
+      return pending.map((migration) => migration.version);
     } finally {
       await session.query("SELECT pg_advisory_unlock(hashtext($1))", [key]);
     }
   });
 }
 
-/** Runs one migration's `sql` and records it, in one transaction that waits for no lock for long. */
-async function apply(session: Session, schema: string, migration: Migration): Promise<void> {
+/** Runs `group`'s migrations and records them, in one transaction that waits for no lock for long. */
+async function apply(session: Session, schema: string, group: readonly Migration[]): Promise<void> {
   const s = qualified(schema);
-  const sql = migration.sql.replaceAll("{{schema}}", s).replaceAll("{{channel}}", channelFor(schema));
-  await shortTransaction(session, `migration ${migration.version} (${migration.name}) of schema ${schema}`, async (tx) => {
-    await tx.exec(sql);
-    await tx.query(`INSERT INTO ${s}.migrations (version, name) VALUES ($1, $2)`, [migration.version, migration.name]);
+  const names = group.map((migration) => `${migration.version} (${migration.name})`).join(", ");
+  await shortTransaction(session, `migration ${names} of schema ${schema}`, async (tx) => {
+    for (const migration of group) {
+      await tx.exec(migration.sql.replaceAll("{{schema}}", s).replaceAll("{{channel}}", channelFor(schema)));
+      await tx.query(`INSERT INTO ${s}.migrations (version, name) VALUES ($1, $2)`, [migration.version, migration.name]);
+    }
   });
 }

@@ -47,8 +47,7 @@ export async function shortTransaction(session: Session, what: string, fn: (tx: 
 /**
  * Finishes what `migrations` declare to be done outside their transactions (see
  * {@link Migration}), once their `sql` is applied: builds the indexes of the latest schema
- * that are missing, validates the constraints still NOT VALID, then drops the retired
- * indexes. Each step reads the catalog first, so a run finds only what an interrupted one
+ * that are missing, drops the retired ones, then validates the constraints still NOT VALID. Each step reads the catalog first, so a run finds only what an interrupted one
  * left: nothing, in an installation already up to date.
  */
 export async function finishOnline(session: Session, schema: string, migrations: readonly Migration[]): Promise<void> {
@@ -61,22 +60,34 @@ export async function finishOnline(session: Session, schema: string, migrations:
     [schema],
   );
   const existing = new Map(rows.map((row) => [row.name, row]));
+  // Index work on small tables runs together in one short transaction; on big ones each
+  // statement runs on its own, CONCURRENTLY. Builds come before drops: claims always have an index.
+  const together: string[] = [];
+  const alone: string[] = [];
+  const small = new Map<string, boolean>();
+  const plan = async (table: string, statement: (mode: string) => string) => {
+    if (!small.has(table)) small.set(table, await isSmall(session, schema, table));
+    if (small.get(table)) together.push(statement(""));
+    else alone.push(statement(" CONCURRENTLY"));
+  };
   for (const index of wanted) {
     const valid = existing.get(index.name)?.valid;
     if (valid) continue;
     // valid === false: left by a build that was interrupted. No query reads it, but every
     // write still updates it, and IF NOT EXISTS would take it for done.
-    const create = `${index.name} ON ${s}.${index.table} ${index.columns}`;
-    if (await isSmall(session, schema, index.table)) {
-      await shortTransaction(session, `building index ${index.name} of schema ${schema}`, async (tx) => {
-        if (valid === false) await tx.query(`DROP INDEX ${s}.${index.name}`);
-        await tx.query(`CREATE INDEX ${create}`);
-      });
-    } else {
-      if (valid === false) await session.query(`DROP INDEX CONCURRENTLY ${s}.${index.name}`);
-      await session.query(`CREATE INDEX CONCURRENTLY ${create}`);
-    }
+    if (valid === false) await plan(index.table, (mode) => `DROP INDEX${mode} ${s}.${index.name}`);
+    await plan(index.table, (mode) => `CREATE INDEX${mode} ${index.name} ON ${s}.${index.table} ${index.columns}`);
   }
+  for (const name of retired) {
+    const table = existing.get(name)?.table;
+    if (table !== undefined) await plan(table, (mode) => `DROP INDEX${mode} IF EXISTS ${s}.${name}`);
+  }
+  if (together.length > 0) {
+    await shortTransaction(session, `the indexes of schema ${schema}`, async (tx) => {
+      for (const statement of together) await tx.query(statement);
+    });
+  }
+  for (const statement of alone) await session.query(statement);
   const checks = migrations.flatMap((migration) => migration.validates ?? []);
   if (checks.length > 0) {
     const { rows: unchecked } = await session.query<{ constraint: string; table: string }>(
@@ -86,15 +97,6 @@ export async function finishOnline(session: Session, schema: string, migrations:
       [schema, checks],
     );
     for (const { constraint, table } of unchecked) await session.query(`ALTER TABLE ${s}.${table} VALIDATE CONSTRAINT ${constraint}`);
-  }
-  for (const name of retired) {
-    const table = existing.get(name)?.table;
-    if (table === undefined) continue;
-    if (await isSmall(session, schema, table)) {
-      await shortTransaction(session, `dropping index ${name} of schema ${schema}`, (tx) => tx.query(`DROP INDEX IF EXISTS ${s}.${name}`).then(() => {}));
-    } else {
-      await session.query(`DROP INDEX CONCURRENTLY IF EXISTS ${s}.${name}`);
-    }
   }
 }
 
