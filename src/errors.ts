@@ -57,7 +57,9 @@ export type ErrandErrorCode =
   /** The relay could not reach its broker when starting, or the broker lacks the stream or exchange it needs. */
   | "broker_unreachable"
   /** An optional feature's package is not installed; the message names it. */
-  | "missing_dependency";
+  | "missing_dependency"
+  /** A migration could not take a lock it needs for a moment: another transaction kept holding the table. */
+  | "migration_lock_timeout";
 
 /**
  * Every error errand raises on purpose is an {@link ErrandError} with a stable `code`,

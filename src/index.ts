@@ -42,7 +42,7 @@ export { snooze, type Snooze } from "./outcomes.js";
 export type { Json } from "./payload.js";
 export { type RetryPolicy, retryDelay } from "./retry-policy.js";
 export { defaultRetryPolicy, defaultMaxAttempts } from "./defaults.js";
-export type { Driver, Queryable, Statement, Transaction, QueryResult } from "./driver/types.js";
+export type { Driver, Queryable, Session, Statement, Transaction, QueryResult } from "./driver/types.js";
 export type { Worker, WorkerOptions, WorkerEvent } from "./worker/worker.js";
 export type { Handler, HandlerFor, Handlers, JobContext } from "./worker/handlers.js";
 export type { ClaimedJob } from "./worker/executor.js";

@@ -342,6 +342,9 @@ export function scenarios(cfg) {
           await dropSchema(ns).catch(() => {});
         }
       } },
+    // The purger deleting a week of history past the retention (a tenth of historyRows) while the worker runs, beside the same run without it.
+    { id: "history_purge", group: "history", title: `history: process while the purger deletes ${Math.max(10_000, cfg.historyRows / 10).toLocaleString("en")} rows past retention (value), against without`, unit: "jobs/s", higher: true, systems: ["errand"],
+      measure: async (s, ns) => (await import("./purge.js")).purgeUnderLoad(s, ns, { rows: Math.max(10_000, cfg.historyRows / 10), count: cfg.historyJobs, capMs: cfg.capMs }) },
   ];
 }
 

@@ -33,7 +33,7 @@ function benchHandler(mode, onJobs) {
 }
 
 /** The Errand class of the build under test (read per call: bench/ab.js switches between builds). */
-async function errandClass() {
+export async function errandClass() {
   const dist = process.env.BENCH_ERRAND_DIST;
   return (await import(dist ? pathToFileURL(dist).href : "../../dist/index.js")).Errand;
 }

@@ -1,5 +1,5 @@
 import pg from "pg";
-import type { Driver, QueryResult, Queryable, Statement, Transaction } from "./types.js";
+import type { Driver, QueryResult, Queryable, Session, Statement, Transaction } from "./types.js";
 
 /** Options for {@link pgDriver}. */
 export interface PgDriverOptions {
@@ -29,17 +29,21 @@ export function pgDriver(pool: pg.Pool, ownsPool = false, options: PgDriverOptio
       const client = await pool.connect();
       let broken = false;
       try {
-        await client.query("BEGIN");
-        const result = await fn({ ...wrapClient(client), exec: async (sql) => void (await client.query(sql)) });
-        await client.query("COMMIT");
-        return result;
-      } catch (error) {
-        await client.query("ROLLBACK").catch(() => {
-          broken = true;
-        });
-        throw error;
+        return await inTransaction(client, fn, () => (broken = true));
       } finally {
         client.release(broken);
+      }
+    },
+    async session<T>(fn: (session: Session) => Promise<T>): Promise<T> {
+      const client = await pool.connect();
+      let failed = false;
+      try {
+        return await fn({ ...wrapClient(client), transaction: (inner) => inTransaction(client, inner, () => (failed = true)) });
+      } catch (error) {
+        failed = true;
+        throw error;
+      } finally {
+        client.release(failed);
       }
     },
     async listen(channel, onNotify, onReconnect) {
@@ -57,6 +61,19 @@ export function pgDriver(pool: pg.Pool, ownsPool = false, options: PgDriverOptio
       if (ownsPool) await pool.end();
     },
   };
+}
+
+/** Runs `fn` between BEGIN and COMMIT on `client`; `onBroken` when not even ROLLBACK went through. */
+async function inTransaction<T>(client: pg.PoolClient, fn: (tx: Transaction) => Promise<T>, onBroken: () => void): Promise<T> {
+  try {
+    await client.query("BEGIN");
+    const result = await fn({ ...wrapClient(client), exec: async (sql) => void (await client.query(sql)) });
+    await client.query("COMMIT");
+    return result;
+  } catch (error) {
+    await client.query("ROLLBACK").catch(onBroken);
+    throw error;
+  }
 }
 
 /** Adapts a `pg` client to {@link Queryable}. */

@@ -19,6 +19,16 @@ export interface Transaction extends Queryable {
   exec(sql: string): Promise<void>;
 }
 
+/**
+ * One connection held for a caller, outside any transaction: what it sets (an advisory
+ * lock, a setting) lasts until the session ends, and it can run statements that refuse a
+ * transaction block (CREATE INDEX CONCURRENTLY).
+ */
+export interface Session extends Queryable {
+  /** Runs `fn` in one transaction on this session's connection. */
+  transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T>;
+}
+
 /** A named statement: `name` lets drivers that support it prepare the text once. */
 export interface Statement {
   readonly name: string;
@@ -34,6 +44,11 @@ export interface Driver {
   run<Row = Record<string, unknown>>(statement: Statement, params: readonly unknown[]): Promise<QueryResult<Row>>;
   /** Runs `fn` in one transaction: commit when it resolves, roll back when it throws. */
   transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T>;
+  /**
+   * Runs `fn` on one connection of its own (see {@link Session}), returned to the pool
+   * when `fn` settles; a session whose `fn` threw is closed, so nothing it set outlives it.
+   */
+  session<T>(fn: (session: Session) => Promise<T>): Promise<T>;
   /**
    * Calls `onNotify` for each notification on `channel`, with its payload (a driver that
    * cannot read payloads passes none, and listeners then treat the notification as being

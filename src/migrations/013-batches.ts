@@ -4,6 +4,9 @@ import type { Migration } from "./migration.js";
 export const migration: Migration = {
   version: 13,
   name: "batches",
+  // A batch's members (its page, its failed ids when it finishes). Only rows with a batch are
+  // in it; batch_id never changes, so it does not stop updates from being HOT.
+  indexes: [{ name: "jobs_batch", table: "jobs", columns: "(batch_id, id) WHERE batch_id IS NOT NULL" }],
   sql: `-- A batch: its members are jobs with batch_id set; when every member has finished (done,
 -- dead or cancelled) the callback job is inserted, exactly once. remaining and the three
 -- counts are kept by the trigger below, under the batch row's lock, which serialises
@@ -30,10 +33,6 @@ CREATE TABLE {{schema}}.batches (
 -- The batch a job belongs to, NULL for almost every row: nullable without a default, so
 -- adding it rewrites nothing. No foreign key: its check would run for every inserted job.
 ALTER TABLE {{schema}}.jobs ADD COLUMN batch_id bigint;
-
--- A batch's members (its page, its failed ids when it finishes). Only rows with a batch are
--- in it; batch_id never changes, so it does not stop updates from being HOT.
-CREATE INDEX jobs_batch ON {{schema}}.jobs (batch_id, id) WHERE batch_id IS NOT NULL;
 
 -- A member's status moved into or out of the finished ones (done, dead, cancelled). Every
 -- statement that finishes a job (complete, fail, cancel, rescue, dead-lettering, a plain

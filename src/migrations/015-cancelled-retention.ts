@@ -4,27 +4,25 @@ import type { Migration } from "./migration.js";
 export const migration: Migration = {
   version: 15,
   name: "cancelled-retention",
-  sql: `-- The purger deletes cancelled jobs past the retention as it deletes done ones, oldest
--- first: this index is how it finds them without reading the table (jobs_done does the
--- same for done rows).
--- A separate index rather than widening jobs_done to status IN ('done', 'cancelled'):
--- widening would rebuild the largest index of the table (every retained done job) with
--- writers blocked meanwhile. This one holds cancelled rows only, few in most queues, so
--- building it costs one read of the table and writes almost nothing; like the indexes
--- of 006 and 007 it is built in the migration's transaction (CREATE INDEX CONCURRENTLY
--- cannot run in one), which blocks writes to errand.jobs while the table is read.
--- For a table so big that this read is too long a pause, create the index beforehand
--- without blocking, and the migration skips it:
---   CREATE INDEX CONCURRENTLY jobs_cancelled ON <schema>.jobs (finished_at) WHERE status = 'cancelled';
-CREATE INDEX IF NOT EXISTS jobs_cancelled ON {{schema}}.jobs (finished_at) WHERE status = 'cancelled';
-
--- Cancelled jobs still in the table, per kind, for stats: kept like the done count, so
+  // The purger deletes cancelled jobs past the retention as it deletes done ones, oldest
+  // first: this index is how it finds them without reading the table (jobs_done does the
+  // same for done rows). A separate index rather than widening jobs_done to status IN
+  // ('done', 'cancelled'): widening would rebuild the largest index of the table (every
+  // retained done job). This one holds cancelled rows only, few in most queues.
+  indexes: [{ name: "jobs_cancelled", table: "jobs", columns: "(finished_at) WHERE status = 'cancelled'" }],
+  sql: `-- Cancelled jobs still in the table, per kind, for stats: kept like the done count, so
 -- stats never counts the cancelled history row by row (a cancel by kind may leave
 -- millions). The cancel statement adds to it; the delete trigger subtracts.
+-- Counted before done_counts is altered: the count reads the whole table (jobs_cancelled
+-- is built after this transaction), and done_counts, once locked, would hold up every
+-- completion that writes it until the transaction ends.
+CREATE TEMPORARY TABLE cancelled_counts ON COMMIT DROP AS
+SELECT kind, count(*) AS n FROM {{schema}}.jobs WHERE status = 'cancelled' GROUP BY kind;
+
 ALTER TABLE {{schema}}.done_counts ADD COLUMN cancelled bigint NOT NULL DEFAULT 0;
 
 INSERT INTO {{schema}}.done_counts AS c (kind, shard, cancelled)
-SELECT kind, 0, count(*) FROM {{schema}}.jobs WHERE status = 'cancelled' GROUP BY kind
+SELECT kind, 0, n FROM cancelled_counts
 ON CONFLICT (kind, shard) DO UPDATE SET cancelled = c.cancelled + excluded.cancelled;
 
 CREATE OR REPLACE FUNCTION {{schema}}.count_deletes() RETURNS trigger LANGUAGE plpgsql AS $$

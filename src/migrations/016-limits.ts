@@ -4,34 +4,30 @@ import type { Migration } from "./migration.js";
 export const migration: Migration = {
   version: 16,
   name: "limits",
+  indexes: [
+    // The plain claim's index holds only unkeyed ready rows, so a backlog of keyed jobs
+    // (held back by their limits) is never scanned by it. It replaces jobs_ready_queue
+    // (011), dropped once this one is built; an upgrade from before 011 builds only this one.
+    { name: "jobs_ready_plain", table: "jobs", columns: "(queue, priority DESC, run_at, id) WHERE status = 'ready' AND concurrency_key IS NULL" },
+    // The keyed claim: ready keys in order (a loose index scan finds the next key), and each
+    // key's ready jobs in claim order. Empty unless keys are used.
+    { name: "jobs_ready_keyed", table: "jobs", columns: "(queue, concurrency_key, priority DESC, run_at, id) WHERE status = 'ready' AND concurrency_key IS NOT NULL" },
+    // A key's running jobs (its concurrency) and its recent starts (its rate): counted from
+    // the jobs themselves, so a crash leaves no counter to repair (the rescuer puts an expired
+    // lease back to ready, and it stops counting).
+    // (started_at IS NOT NULL: a ready job that never started is not in it, so the reads of ready
+    // rows, which do not imply it, cannot pick this index over jobs_ready_keyed.)
+    { name: "jobs_keyed_started", table: "jobs", columns: "(concurrency_key, started_at) WHERE concurrency_key IS NOT NULL AND started_at IS NOT NULL" },
+    { name: "jobs_keyed_running", table: "jobs", columns: "(concurrency_key) WHERE status = 'running' AND concurrency_key IS NOT NULL" },
+  ],
+  retires: ["jobs_ready_queue"],
+  validates: ["jobs_concurrency_key_named"],
   sql: `-- A job's concurrency key ('tenant:42'): its limits, and its turn in the round-robin.
 -- Nullable without a default: adding it rewrites nothing and takes the table's lock only
--- for a moment. NULL (almost every job) = no key: the plain claim takes it.
-ALTER TABLE {{schema}}.jobs ADD COLUMN concurrency_key text
-  CONSTRAINT jobs_concurrency_key_named CHECK (concurrency_key <> '');
-
--- The plain claim's index holds only unkeyed ready rows, so a backlog of keyed jobs (held
--- back by their limits) is never scanned by it. Building it reads the table once under a
--- lock that holds up enqueues and claims (a second or two per million rows). With a large
--- backlog, create it beforehand without blocking the queue, and this step finds it:
---   CREATE INDEX CONCURRENTLY jobs_ready_plain ON <schema>.jobs (queue, priority DESC, run_at, id) WHERE status = 'ready' AND concurrency_key IS NULL;
-CREATE INDEX IF NOT EXISTS jobs_ready_plain ON {{schema}}.jobs (queue, priority DESC, run_at, id)
-  WHERE status = 'ready' AND concurrency_key IS NULL;
-DROP INDEX {{schema}}.jobs_ready_queue;
-
--- The keyed claim: ready keys in order (a loose index scan finds the next key), and each
--- key's ready jobs in claim order. Empty unless keys are used.
-CREATE INDEX jobs_ready_keyed ON {{schema}}.jobs (queue, concurrency_key, priority DESC, run_at, id)
-  WHERE status = 'ready' AND concurrency_key IS NOT NULL;
--- A key's running jobs (its concurrency) and its recent starts (its rate): counted from
--- the jobs themselves, so a crash leaves no counter to repair (the rescuer puts an expired
--- lease back to ready, and it stops counting).
--- (started_at IS NOT NULL: a ready job that never started is not in it, so the reads of ready
--- rows, which do not imply it, cannot pick this index over jobs_ready_keyed.)
-CREATE INDEX jobs_keyed_started ON {{schema}}.jobs (concurrency_key, started_at)
-  WHERE concurrency_key IS NOT NULL AND started_at IS NOT NULL;
-CREATE INDEX jobs_keyed_running ON {{schema}}.jobs (concurrency_key)
-  WHERE status = 'running' AND concurrency_key IS NOT NULL;
+-- for a moment. NULL (almost every job) = no key: the plain claim takes it. Its CHECK is
+-- validated after the transaction (see validates), as 011's.
+ALTER TABLE {{schema}}.jobs ADD COLUMN concurrency_key text;
+ALTER TABLE {{schema}}.jobs ADD CONSTRAINT jobs_concurrency_key_named CHECK (concurrency_key <> '') NOT VALID;
 
 -- Limits by key: an exact key ('tenant:42'), or a prefix ending in '*' ('tenant:*') whose
 -- numbers apply to each matching key on its own. The exact key wins, then the longest prefix.

@@ -19,6 +19,8 @@ import { migration as m017 } from "./017-queue-limits.js";
 
 /**
  * Every migration, in order. A new one is a new file `NNN-name.ts` exporting `migration`
- * (copy the last one) and one more line here; an applied migration is never edited.
+ * (copy the last one) and one more line here. An applied migration never changes what it
+ * makes of the schema; only how it gets there may (011, 013, 015 and 016 moved their
+ * index builds out of their transactions, so upgrades no longer stop the queue).
  */
 export const migrations: readonly Migration[] = [m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012, m013, m014, m015, m016, m017];

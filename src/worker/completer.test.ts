@@ -14,6 +14,7 @@ function recordingDriver(): { driver: Driver; writes: { name: string; ids: strin
       return { rows: ids.map((id) => ({ id })) as Row[] };
     },
     transaction: () => Promise.reject(new Error("not used")),
+    session: () => Promise.reject(new Error("not used")),
     listen: () => Promise.reject(new Error("not used")),
     close: async () => {},
   } satisfies Driver;
@@ -65,6 +66,7 @@ describe("Completer", () => {
         throw Object.assign(new Error("Connection terminated unexpectedly"), { code: "ECONNRESET" });
       },
       transaction: () => Promise.reject(new Error("not used")),
+      session: () => Promise.reject(new Error("not used")),
       listen: () => Promise.reject(new Error("not used")),
       close: async () => {},
     } satisfies Driver;

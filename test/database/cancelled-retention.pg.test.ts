@@ -2,25 +2,21 @@ import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { Errand } from "../../src/index.js";
 import { migrations } from "../../src/migrations/index.js";
-import { channelFor, qualified } from "../../src/sql/statement.js";
+import { migrate } from "../../src/migrations/migrate.js";
+import { pgDriver } from "../../src/driver/pg.js";
 import { freshSchema } from "../support/db.js";
 
 // PostgreSQL only: migration 015 on a schema that already holds cancelled jobs, as an
 // upgrade finds it, and with its index built beforehand by an operator.
 const url = process.env.ERRAND_TEST_URL!;
 const admin = new pg.Pool({ connectionString: url, max: 2 });
+const driver = pgDriver(admin);
 afterAll(() => admin.end());
 
 /** A schema migrated up to (and including) `version`, as an older errand left it. */
 async function schemaAt(version: number): Promise<string> {
   const schema = freshSchema();
-  const s = qualified(schema);
-  await admin.query(`CREATE SCHEMA ${s}`);
-  await admin.query(`CREATE TABLE ${s}.migrations (version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
-  for (const m of migrations.filter((m) => m.version <= version)) {
-    await admin.query(m.sql.replaceAll("{{schema}}", s).replaceAll("{{channel}}", channelFor(schema)));
-    await admin.query(`INSERT INTO ${s}.migrations (version, name) VALUES ($1, $2)`, [m.version, m.name]);
-  }
+  await migrate(driver, schema, migrations.slice(0, version));
   return schema;
 }
 

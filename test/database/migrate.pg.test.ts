@@ -23,6 +23,24 @@ describe("migrations", () => {
     }
   });
 
+  it("a fresh install does not wait for a long transaction elsewhere in the database", async () => {
+    // CREATE INDEX CONCURRENTLY would wait for this report's snapshot to go; on a table this
+    // small the migrator builds its indexes in a short transaction instead.
+    const report = new pg.Client({ connectionString: url });
+    await report.connect();
+    const schema = freshSchema();
+    try {
+      await report.query("BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM pg_class");
+      const errand = await Errand.open({ connectionString: url, schema, poolSize: 1 });
+      await errand.close();
+      const { rows } = await admin.query(`SELECT count(*)::int AS n FROM pg_indexes WHERE schemaname = $1 AND indexname = 'jobs_ready_plain'`, [schema]);
+      expect(rows[0].n).toBe(1);
+    } finally {
+      await report.end();
+      await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    }
+  });
+
   it("uses the ready-jobs partial index for the claim", async () => {
     const schema = freshSchema();
     const errand = await Errand.open({ connectionString: url, schema, poolSize: 2 });
