@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { ClaimRow } from "./claim.js";
-import { ClaimFloor, before, keyOf } from "./claim-floor.js";
+import { ClaimFloor, before, fromStartShare, keyOf, maxPollIntervals } from "./claim-floor.js";
 
 const pollMs = 1_000;
 
@@ -56,6 +56,31 @@ describe("ClaimFloor", () => {
     expect(floor.start().key?.id).toBe(3n);
     clock.now += pollMs - 1;
     expect(floor.start().key?.id).toBe(3n);
+  });
+
+  it(`lives ${fromStartShare} times as long as a slow claim from the start took, at most ${maxPollIntervals} poll intervals`, () => {
+    const { floor, clock } = floorAt();
+    /** A claim from the start that takes `ms`; returns when it was sent. */
+    const slowClaim = (ms: number, id: number) => {
+      const from = floor.start();
+      expect(from.key).toBeUndefined();
+      const sent = clock.now;
+      clock.now += ms;
+      floor.claimed([row(0, t + id, id)], from, sent);
+      return sent;
+    };
+    const sent = slowClaim(150, 1);
+    clock.now = sent + fromStartShare * 150 - 1;
+    expect(floor.start().key?.id).toBe(1n);
+    clock.now += 1;
+    const later = slowClaim(60_000, 2);
+    clock.now = later + maxPollIntervals * pollMs - 1;
+    expect(floor.start().key?.id).toBe(2n);
+    clock.now += 1;
+    // A fast claim from the start brings it back to one poll interval.
+    const fast = slowClaim(1, 3);
+    clock.now = fast + pollMs;
+    expect(floor.start().key).toBeUndefined();
   });
 
   it("a drop sends the next claim to the start, and a claim in flight at the drop sets no floor", () => {
