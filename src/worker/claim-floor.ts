@@ -25,11 +25,12 @@ export interface ClaimStart {
  * src/sql/jobs.ts): after the last job it claimed, so it does not read again the dead
  * index entries that every claimed job leaves in front of it until VACUUM removes them.
  *
- * A job can become ready below the floor: a reserved job given back (by another worker:
- * this one drops its floor when it gives jobs back or its pauses change), a rescued job,
- * one enqueued with a run_at in the past or by a transaction that ran longer than the
- * claim's slack, a row another worker's claim skipped and then rolled back. Such a job is
- * not lost: the floor lives one poll interval after the last claim from the start, so the
+ * A job can become ready below the floor. Where the worker is told, it drops the floor
+ * ({@link ClaimFloor.drop}): jobs given back by any worker (the release's `returned`
+ * notice), rescued by this process, of a kind or queue just resumed. Where it is not — a
+ * job enqueued with a run_at in the past or by a transaction that ran longer than the
+ * claim's slack, rescued by another process, a row another worker's claim skipped and
+ * then rolled back — the job is not lost: the floor lives one poll interval after the last claim from the start, so the
  * first claim after that reads the whole index again. A job below the floor waits at most
  * that long for a worker with a free slot — the bound a missed notification already has —
  * and may run that much out of claim order. Where a claim from the start is slow (many
