@@ -1,5 +1,5 @@
 import type { Statement } from "../driver/types.js";
-import { cancelNotice, channelFor, memoisePerSchema, qualified, statement, waitChannelFor } from "./statement.js";
+import { cancelNotice, channelFor, memoisePerSchema, qualified, returnedNotice, statement, waitChannelFor } from "./statement.js";
 
 /** Every statement errand runs, for one schema. Built once per client. */
 export interface Queries {
@@ -7,6 +7,7 @@ export interface Queries {
   readonly enqueuePlain: Statement;
   readonly findByDedupeKeys: Statement;
   readonly claim: Statement;
+  readonly claimFrom: Statement;
   readonly start: Statement;
   readonly complete: Statement;
   readonly completeInTransaction: Statement;
@@ -88,13 +89,40 @@ function holdsKey(j: string): string {
 /** Times a rescuer may return a reserved row whose lease expired before it is charged anyway. */
 export const maxUnstartedRefunds = 3;
 
+/** How far below now() a claim's floor may reach: see claimFrom. */
+export const claimFloorSlackMs = 100;
+
+/** The claim's filter: ready, due, plain (no concurrency key) jobs of queue $6 whose kind is one of $7. */
+const claimable = "status = 'ready' AND queue = $6::text AND concurrency_key IS NULL AND run_at <= now() AND kind = ANY($7::text[])";
+/** claimFrom's floor ($9: epoch microseconds, exact in a float8) and the slack's limit. */
+const floorAt = "(timestamptz 'epoch' + $9::float8 * interval '1 microsecond')";
+const slackAt = `(now() - interval '${claimFloorSlackMs} milliseconds')`;
+
+/** The claim's update of the rows that `next` selects (their ctids, locked, in claim order); see claim. */
+function claimUpdate(jobs: string, next: string): string {
+  /** The first $5 rows of the claim's batch, in claim order: their handlers start now. */
+  const startsNow = "j.ctid = ANY(ARRAY(SELECT ctid FROM next LIMIT $5))";
+  return `
+      WITH next AS (${next}
+      )
+      UPDATE ${jobs} j
+      SET status = 'running',
+          attempts = j.attempts + CASE WHEN ${startsNow} THEN 1 ELSE 0 END,
+          locked_by = $2,
+          locked_until = now() + coalesce(($3::jsonb ->> j.kind)::float8, $4::float8) * interval '1 millisecond',
+          started_at = CASE WHEN ${startsNow} THEN now() END
+      WHERE j.ctid = ANY(ARRAY(SELECT ctid FROM next))
+      RETURNING j.id, j.kind, j.payload, j.attempts, j.started_at IS NOT NULL AS started, j.max_attempts, j.retry::text AS retry, j.timeout_ms,
+                j.priority, (extract(epoch FROM j.run_at) * 1000)::float8 AS run_at_ms,
+                (extract(epoch FROM j.created_at) * 1000)::float8 AS created_at_ms,
+                j.checkpoint::text AS checkpoint`;
+}
+
 function build(s: string, channel: string, waitChannel: string): Queries {
   const jobs = `${s}.jobs`;
   /** fail's per-job values: $2 is {id: [attempt, delay_ms, permanent, error]} (see byId). */
   const failed = (index: number, cast: string): string => `($2::jsonb -> j.id::text ->> ${index})${cast}`;
   const [attempt, delayMs, permanent, error] = [failed(0, "::int"), failed(1, "::float8"), failed(2, "::boolean"), failed(3, "")];
-  /** The first $5 rows of the claim's batch, in claim order: their handlers start now. */
-  const startsNow = "j.ctid = ANY(ARRAY(SELECT ctid FROM next LIMIT $5))";
   /** fail's update (see fail and failTimedOut). */
   const failUpdate = `UPDATE ${jobs} j
       SET status = CASE WHEN ${permanent} OR ${attempt} >= j.max_attempts THEN 'dead' ELSE 'ready' END,
@@ -216,29 +244,47 @@ function build(s: string, channel: string, waitChannel: string): Queries {
      * statement holds their locks), not by joining on id, whose plan depended on the
      * table's statistics (a hash of the whole table per claim when it was small).
      * rows: id, kind, payload, attempts, started, max_attempts, retry (as text: decoded
-     * per job by the worker), timeout_ms (null: the kind's), run_at_ms, created_at_ms (epoch milliseconds: a float is
+     * per job by the worker), timeout_ms (null: the kind's), priority, run_at_ms, created_at_ms (epoch milliseconds: a float is
      * cheaper to send and to read than a timestamptz), checkpoint (as text, NULL for a job
      * that never saved one: a NULL costs the reply four bytes and the worker nothing)
      */
-    claim: statement(`
-      WITH next AS (
+    claim: statement(claimUpdate(jobs, `
         SELECT ctid FROM ${jobs}
-        WHERE status = 'ready' AND queue = $6::text AND concurrency_key IS NULL AND run_at <= now() AND kind = ANY($7::text[])
+        WHERE ${claimable}
         ORDER BY priority DESC, run_at, id
         LIMIT $1
-        FOR UPDATE SKIP LOCKED
-      )
-      UPDATE ${jobs} j
-      SET status = 'running',
-          attempts = j.attempts + CASE WHEN ${startsNow} THEN 1 ELSE 0 END,
-          locked_by = $2,
-          locked_until = now() + coalesce(($3::jsonb ->> j.kind)::float8, $4::float8) * interval '1 millisecond',
-          started_at = CASE WHEN ${startsNow} THEN now() END
-      WHERE j.ctid = ANY(ARRAY(SELECT ctid FROM next))
-      RETURNING j.id, j.kind, j.payload, j.attempts, j.started_at IS NOT NULL AS started, j.max_attempts, j.retry::text AS retry, j.timeout_ms,
-                (extract(epoch FROM j.run_at) * 1000)::float8 AS run_at_ms,
-                (extract(epoch FROM j.created_at) * 1000)::float8 AS created_at_ms,
-                j.checkpoint::text AS checkpoint`),
+        FOR UPDATE SKIP LOCKED`)),
+
+    /*
+     * claimFrom — claim, scanning the ready index from a floor instead of its start: the
+     * key ($8 priority, $9 run_at in epoch microseconds, $10 id) of the last job this
+     * worker claimed. Without VACUUM every job that left 'ready' leaves a dead entry in
+     * jobs_ready_plain, and as the oldest keys they sit at the front of the queue's range:
+     * a claim from the start reads them all (2,000,000 of them: 12,000 buffers, 43 ms),
+     * from the floor a handful (see src/worker/claim-floor.ts, which says when the floor
+     * is dropped, bounding how long a job that became ready below it waits).
+     * The floor is lowered to now() - ${claimFloorSlackMs} ms when it is later than that: a job's
+     * run_at is its enqueue transaction's start, so jobs committed just after this
+     * statement's snapshot by transactions shorter than that still lie above it.
+     * Three index range scans in claim order: higher priorities (normally none), the
+     * floor's priority from the floor on, lower priorities. Each is a subquery with its own
+     * ORDER BY and row locks, so none is merged into one scan, and UNION ALL runs them one
+     * after another (Append: no parallel plan for a statement that locks rows), the LIMIT
+     * stopping the first that fills the batch: no row is locked that is not claimed.
+     * Same parameters $1-$7 and rows as claim.
+     */
+    claimFrom: statement(claimUpdate(jobs, `
+        SELECT ctid FROM (SELECT ctid FROM ${jobs} WHERE ${claimable} AND priority > $8::int
+                          ORDER BY priority DESC, run_at, id FOR UPDATE SKIP LOCKED) AS higher
+        UNION ALL
+        SELECT ctid FROM (SELECT ctid FROM ${jobs} WHERE ${claimable} AND priority = $8::int
+                            AND (run_at, id) >= (CASE WHEN ${floorAt} < ${slackAt} THEN ${floorAt} ELSE ${slackAt} END,
+                                                 CASE WHEN ${floorAt} < ${slackAt} THEN $10::bigint ELSE 0 END)
+                          ORDER BY run_at, id FOR UPDATE SKIP LOCKED) AS floor
+        UNION ALL
+        SELECT ctid FROM (SELECT ctid FROM ${jobs} WHERE ${claimable} AND priority < $8::int
+                          ORDER BY priority DESC, run_at, id FOR UPDATE SKIP LOCKED) AS lower
+        LIMIT $1`)),
 
     /*
      * start — records that the handlers of reserved jobs started: the attempt is spent.
@@ -344,7 +390,7 @@ function build(s: string, channel: string, waitChannel: string): Queries {
      * release — gives jobs back without spending an attempt (shutdown, a buffered job
      * that waited too long or never started, a snooze): a started row's attempt is
      * refunded, a reserved row was never charged. Wakes the workers when a job is due
-     * again at once. $1 id bigint[], $2 {id: [attempt, delay_ms]} (JSON, see byId; a delay
+     * again at once (returnedNotice: it is below their claim floors). $1 id bigint[], $2 {id: [attempt, delay_ms]} (JSON, see byId; a delay
      * of 0 keeps run_at), $3 worker id; rows: id
      */
     release: statement(`
@@ -357,7 +403,7 @@ function build(s: string, channel: string, waitChannel: string): Queries {
           AND j.status = 'running' AND j.locked_by = $3
         RETURNING j.id, j.run_at <= now() AS due
       )
-      SELECT id, CASE WHEN due THEN pg_notify('${channel}', '') END IS NULL AS notified FROM released`),
+      SELECT id, CASE WHEN due THEN pg_notify('${channel}', '${returnedNotice}') END IS NULL AS notified FROM released`),
 
     /*
      * deadLetter — the last resort for one job whose outcome cannot be written (the

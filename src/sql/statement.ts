@@ -40,6 +40,13 @@ export function channelFor(schema: string): string {
 export const cancelNotice = "cancel";
 
 /**
+ * The payload of the notice on the jobs channel that says jobs came back to ready keeping
+ * their run_at (given back by a worker): they lie below the workers' claim floors, which
+ * the workers drop (see src/worker/claim-floor.ts).
+ */
+export const returnedNotice = "returned";
+
+/**
  * The channel on which finished jobs and progress are announced to `errand.waitFor`
  * (see waitNotice in src/sql/jobs.ts). As long as {@link channelFor}'s, so the schema
  * check covers it too.

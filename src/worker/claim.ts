@@ -16,6 +16,8 @@ export interface ClaimRow {
   retry: string | null;
   /** The job's own maximum run time in ms; null (almost always): its kind's. */
   timeout_ms: number | null;
+  /** With run_at_ms and id, the job's place in claim order (see claim-floor.ts). */
+  priority: number;
   /** Epoch milliseconds (float8): cheaper to read than a timestamptz's text. */
   run_at_ms: number;
   created_at_ms: number;

@@ -4,6 +4,7 @@ import { ErrandError } from "../errors.js";
 import type { RetryPolicy } from "../retry-policy.js";
 import type { Queries } from "../sql/jobs.js";
 import { type ClaimRow, decodeClaimRow } from "./claim.js";
+import { ClaimFloor } from "./claim-floor.js";
 import type { Completer } from "./completer.js";
 import type { ClaimedJob } from "./executor.js";
 import type { Handlers } from "./handlers.js";
@@ -84,6 +85,7 @@ export class Producer {
   /** Claimed jobs whose row could not be decoded: they fail with this error instead of running. */
   readonly #undecodable = new Map<ClaimedJob, Error>();
   readonly #running: RunningJobs;
+  readonly #floor: ClaimFloor;
   #claiming = false;
   #loop: Promise<void> | undefined;
   #queueMayHaveJobs = true;
@@ -106,6 +108,7 @@ export class Producer {
     this.#clock = parts.clock;
     this.#emit = parts.emit;
     this.#keyed = parts.keyed;
+    this.#floor = new ClaimFloor(parts.clock, parts.settings.pollIntervalMs);
     parts.completer.onWritten((items) => {
       if (this.#keyed.written(items)) this.#wake.wake();
     });
@@ -131,8 +134,13 @@ export class Producer {
     await this.#loop;
   }
 
-  /** A notification (or rescue) says jobs may be ready; `keyed`: jobs with a concurrency key may be among them. */
-  nudge(keyed = false): void {
+  /**
+   * A notification (or rescue) says jobs may be ready; `keyed`: jobs with a concurrency key
+   * may be among them; `returned`: jobs came back to ready keeping their run_at, below the
+   * claim floor (see claim-floor.ts), so the next claim starts from the start.
+   */
+  nudge(keyed = false, returned = false): void {
+    if (returned) this.#floor.drop();
     this.#nudges++;
     this.#queueMayHaveJobs = true;
     this.#keyed.wake(keyed);
@@ -226,6 +234,8 @@ export class Producer {
 
   /** The pauses changed: gives back what is paused now, and looks for jobs (a resume may have freed some). */
   pausesChanged(): void {
+    // A resumed kind's jobs wait below the floor.
+    this.#floor.drop();
     this.releasePaused();
     this.nudge(true);
   }
@@ -315,7 +325,11 @@ export class Producer {
     const { leasesByKind, leaseMs } = this.#settings;
     const kinds = this.#gate.claimable;
     if (kinds.length === 0) return [];
-    const { rows } = await this.#driver.run<ClaimRow>(this.#queries.claim, [limit, this.#workerId, leasesByKind, leaseMs, startNow, this.#queue, kinds]);
+    const params: unknown[] = [limit, this.#workerId, leasesByKind, leaseMs, startNow, this.#queue, kinds];
+    const from = this.#floor.start();
+    if (from.key) params.push(from.key.priority, from.key.runAtUs, String(from.key.id));
+    const { rows } = await this.#driver.run<ClaimRow>(from.key ? this.#queries.claimFrom : this.#queries.claim, params);
+    this.#floor.claimed(rows, from, sentAt);
     const started: ClaimedJob[] = [];
     const reserved: ClaimedJob[] = [];
     for (const row of rows) {

@@ -9,7 +9,7 @@ import { defaultRetryPolicy, pausePollMs } from "../defaults.js";
 import { queriesFor } from "../sql/jobs.js";
 import { pauseNotice } from "../sql/queues.js";
 import { keyedNotice } from "../sql/limits.js";
-import { cancelNotice, channelFor } from "../sql/statement.js";
+import { cancelNotice, channelFor, returnedNotice } from "../sql/statement.js";
 import { Completer } from "./completer.js";
 import { Heartbeat } from "./heartbeat.js";
 import { LocalLeases } from "./leases.js";
@@ -115,13 +115,13 @@ export class Worker {
           // send it now (a missed notice costs only time: the next heartbeat reports it).
           if (payload === cancelNotice) void this.#heartbeat.beat();
           else if (payload === pauseNotice) void this.#readPauses();
-          else this.#nudge(payload === keyedNotice);
+          else this.#nudge(payload === keyedNotice, payload === returnedNotice);
         },
         () => {
           // Notifications sent while the connection was down are lost: look for jobs and pauses now.
           this.#emit({ type: "listen_restored" });
           void this.#readPauses();
-          this.#nudge(true);
+          this.#nudge(true, true);
         },
       );
     } catch (error) {
@@ -208,13 +208,13 @@ export class Worker {
   #rescued({ ready, dead }: RescueResult): void {
     if (ready + dead === 0) return;
     this.#emit({ type: "rescued", ready, dead });
-    // Rescued jobs may be keyed ones, and a rescue sends no keyed notice.
-    if (ready) this.#nudge(true);
+    // Rescued jobs may be keyed ones, and a rescue sends no keyed notice; they keep their run_at (below the claim floors).
+    if (ready) this.#nudge(true, true);
   }
 
-  /** `keyed`: jobs with a concurrency key may be among those to look for (see KeyedClaim). */
-  #nudge(keyed: boolean): void {
-    for (const producer of this.#producers) producer.nudge(keyed);
+  /** `keyed`: jobs with a concurrency key may be among those to look for (see KeyedClaim); `returned`: see Producer.nudge. */
+  #nudge(keyed: boolean, returned = false): void {
+    for (const producer of this.#producers) producer.nudge(keyed, returned);
   }
 
   /** Reads the paused queues and kinds; when they changed, each producer gives back what is paused now. */

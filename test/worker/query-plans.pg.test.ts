@@ -52,6 +52,7 @@ describe("batch statement plans", () => {
           const json = (values: readonly unknown[]) => `'${byId(ids, values).replaceAll("'", "''")}'::jsonb`;
           const statements = {
             claim: { text: q.claim.text, args: `${batch}, 'w', '{}'::jsonb, 60000, 10, 'default', '{k}'::text[]` },
+            claimFrom: { text: q.claimFrom.text, args: `${batch}, 'w', '{}'::jsonb, 60000, 10, 'default', '{k}'::text[], 0, ${Date.now() * 1000 - 60e6}, 1` },
             start: { text: q.start.text, args: `${idArray}, ${json(rows.map((r) => r.attempts))}, 'w'` },
             heartbeat: { text: q.heartbeat.text, args: `${idArray}, ${json(rows.map((r) => r.attempts))}, 'w', '{}'::jsonb, 60000` },
             complete: { text: q.complete.text, args: `${idArray}, ${json(rows.map((r) => r.attempts))}, 'w'` },
@@ -65,6 +66,13 @@ describe("batch statement plans", () => {
           expect(claim).toMatch(/Index Scan (using|on) jobs_ready/);
           expect(claim).toMatch(/Tid Scan on jobs j/);
           expect(claim).not.toMatch(/Seq Scan|Join/);
+          // From a floor: the three ranges of the ready index read one after another in
+          // claim order (an Append, no sort), the floor's range starting at its key.
+          const claimFrom = await plan(c, "claimFrom", statements.claimFrom.args);
+          expect(claimFrom).toMatch(/Append/);
+          expect(claimFrom).not.toMatch(/Merge Append|Sort|Seq Scan|Join/);
+          expect(claimFrom.match(/Index Scan using jobs_ready_plain/g)).toHaveLength(3);
+          expect(claimFrom).toMatch(/Index Cond: [^\n]*ROW\(run_at, id\) >=/);
           for (const name of ["heartbeat", "start", "complete", "fail", "release"] as const) {
             const text = await plan(c, name, statements[name].args);
             const shown = `${name}:\n${text.replace(/'[^'\n]{60,}'/g, "'…'")}`;
