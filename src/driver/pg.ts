@@ -11,11 +11,13 @@ export interface PgDriverOptions {
  * A driver over a `pg` Pool. errand's hot statements are sent as named (prepared)
  * statements. LISTEN uses one extra dedicated connection built from the pool's settings,
  * reconnecting with backoff if it drops. While the pool holds no connection at all (its
- * idle ones closed after `idleTimeoutMillis`, 10 s by default), statements run on a
- * listening connection, up to {@link listenerQueue} at a time: an idle worker then holds
- * that one connection only, its timers' statements that fall together do not open another,
- * and the first claim after a quiet spell does not wait for a new one. More at once (work
- * arrived) go to the pool, which then serves every statement until it is idle again.
+ * idle ones closed after `idleTimeoutMillis`, 10 s by default), a statement runs on a
+ * listening connection that has none in flight, and a background one (see
+ * {@link Statement.background}) also behind up to {@link listenerQueue} others: an idle
+ * worker then holds that one connection only, its timers' statements that fall together do
+ * not open another, and the first claim after a quiet spell does not wait for a new one.
+ * Two statements at once that are not background (work arrived) open the pool, which then
+ * serves every statement until it is idle again.
  *
  * @param ownsPool - close the pool in {@link Driver.close} (true when errand created it).
  */
@@ -28,7 +30,7 @@ export function pgDriver(pool: pg.Pool, ownsPool = false, options: PgDriverOptio
   return {
     async run<Row>(statement: Statement, params: readonly unknown[]): Promise<QueryResult<Row>> {
       const query = { name: statement.name, text: statement.text, values: params as unknown[] };
-      const spare = pool.totalCount === 0 ? spareListener(listeners) : undefined;
+      const spare = pool.totalCount === 0 ? spareListener(listeners, statement.background ? listenerQueue : 1) : undefined;
       const result = spare ? await spare.query(query) : await pool.query(query);
       return { rows: result.rows as Row[] };
     },
@@ -77,21 +79,21 @@ function wrapClient(client: pg.ClientBase | pg.Pool): Queryable {
 }
 
 /**
- * Most statements queued on a listening connection at once (while the pool is empty): a
- * notification that arrives behind them waits for these few short statements only.
+ * Most background statements queued on a listening connection at once (while the pool is
+ * empty): a notification that arrives behind them waits for these few short ones only.
  */
 const listenerQueue = 4;
 
 /** A listening connection (while connected) that also runs statements while it has few in flight. */
 interface Listening {
-  /** The connection now, if connected and its queue is short; undefined otherwise. */
-  spare(): { query(query: pg.QueryConfig): Promise<pg.QueryResult> } | undefined;
+  /** The connection now, if connected and with fewer than `queue` statements in flight; undefined otherwise. */
+  spare(queue: number): { query(query: pg.QueryConfig): Promise<pg.QueryResult> } | undefined;
   stop(): Promise<void>;
 }
 
-function spareListener(listeners: ReadonlySet<Listening>): ReturnType<Listening["spare"]> {
+function spareListener(listeners: ReadonlySet<Listening>, queue: number): ReturnType<Listening["spare"]> {
   for (const listening of listeners) {
-    const spare = listening.spare();
+    const spare = listening.spare(queue);
     if (spare) return spare;
   }
   return undefined;
@@ -156,9 +158,9 @@ async function listenWithReconnect(
 
   await connect();
   return {
-    spare() {
+    spare(queue) {
       const current = client;
-      if (!current || inFlight >= listenerQueue) return undefined;
+      if (!current || inFlight >= queue) return undefined;
       return {
         async query(query) {
           inFlight++;

@@ -53,7 +53,7 @@ function build(s: string, channel: string): QueueQueries {
      * 'limit'), whose claims go through claim_limited. No params; rows: scope, name
      */
     workerGates: statement(`
-      SELECT scope, name FROM ${s}.pauses UNION ALL SELECT 'limit', queue FROM ${s}.queue_limits ORDER BY 1, 2`),
+      SELECT scope, name FROM ${s}.pauses UNION ALL SELECT 'limit', queue FROM ${s}.queue_limits ORDER BY 1, 2`, true),
 
     /*
      * nextDue — what a worker at rest asks instead of claiming: in how many ms the first
@@ -64,7 +64,7 @@ function build(s: string, channel: string): QueueQueries {
      */
     nextDue: statement(`
       SELECT (extract(epoch FROM (SELECT min(run_at) FROM ${jobs} WHERE status = 'ready' AND queue = $1::text AND concurrency_key IS NULL AND kind = ANY($2::text[])) - now()) * 1000)::float8 AS plain_ms,
-             (extract(epoch FROM (SELECT min(run_at) FROM ${jobs} WHERE status = 'ready' AND queue = $1::text AND concurrency_key IS NOT NULL AND kind = ANY($2::text[])) - now()) * 1000)::float8 AS keyed_ms`),
+             (extract(epoch FROM (SELECT min(run_at) FROM ${jobs} WHERE status = 'ready' AND queue = $1::text AND concurrency_key IS NOT NULL AND kind = ANY($2::text[])) - now()) * 1000)::float8 AS keyed_ms`, true),
 
     /*
      * queueDepths — per queue: ready (due now), scheduled (due later), running, and

@@ -98,8 +98,9 @@ export class Rest {
       if (outcome.type === "timedOut" || outcome.type === "snoozed" || (outcome.type === "failed" && !outcome.permanent)) delayMs = Math.min(delayMs, outcome.delayMs);
     }
     const at = this.#clock.now() + delayMs;
-    if (at >= this.askAt) return false;
-    this.#retryAt = at;
-    return true;
+    // Kept even when an ask is due sooner: an ask already on its way may not see these rows.
+    const sooner = at < this.askAt;
+    this.#retryAt = Math.min(this.#retryAt, at);
+    return sooner;
   }
 }
