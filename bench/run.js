@@ -3,7 +3,7 @@
 // and Redis. Scenario by scenario, systems interleaved (order rotated each run), medians
 // of --runs runs. Prints a markdown table and writes bench/results/<time>.{json,md}.
 //
-//   node bench/run.js [--smoke] [--runs N] [--only id,id] [--systems errand,raw]
+//   node bench/run.js [--smoke] [--runs N] [--only id,id] [--systems errand,raw] [--idle-workers N]
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { parseArgs } from "node:util";
@@ -19,6 +19,7 @@ const { values: args } = parseArgs({
     only: { type: "string" },
     systems: { type: "string" },
     "history-rows": { type: "string" },
+    "idle-workers": { type: "string" },
   },
 });
 
@@ -32,6 +33,7 @@ const cfg = args.smoke
       latencySeconds: 8, latencyRate: 50, latencyHighSeconds: 4, latencyHighRate: 5_000, idleWorkers: 50, idleSeconds: 30, historyRows: 10_000_000, historyJobs: 30_000 };
 if (args.runs) cfg.runs = Number(args.runs);
 if (args["history-rows"]) cfg.historyRows = Number(args["history-rows"]); // e.g. 2000000: a quicker history scenario
+if (args["idle-workers"]) cfg.idleWorkers = Number(args["idle-workers"]); // idle_workers: 50 unless --smoke
 
 const only = args.only?.split(",");
 const onlySystems = args.systems?.split(",");

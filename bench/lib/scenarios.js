@@ -352,14 +352,16 @@ export function scenarios(cfg) {
  * The database's cost of idle workers: `workers` worker processes (defaults) on an empty
  * queue for `seconds`, against the same time with none. value: the extra CPU of all
  * postgres processes, in % of one core (on a shared machine, others' load lands here too);
- * also the CPU of the workers' own backends alone (named by application_name). Each worker
- * has a pool of one connection (its statements run one after another) beside its listening
- * one, so 50 of them fit PostgreSQL's default max_connections of 100.
+ * also the CPU of the workers' own backends alone (named by application_name). An idle
+ * worker holds its listening connection only (its pool's close after their idle timeout;
+ * the pool is capped at one), but starts with two: the workers start in waves that fit
+ * the free connections, each wave once the last is down to one connection per worker.
  */
 async function idleCost(system, ns, { workers, seconds }) {
   const free = await withPg(async (c) => (await c.query(
     "SELECT current_setting('max_connections')::int - current_setting('superuser_reserved_connections')::int - count(*)::int AS free FROM pg_stat_activity")).rows[0].free);
-  if (free < workers * 2 + 2) throw new Error(`${system} idle: ${workers} workers need ${workers * 2} connections and PostgreSQL has ${free} free; raise max_connections or lower idleWorkers`);
+  const headroom = free - workers - 2; // connections left for the start-up's second one
+  if (headroom < 1) throw new Error(`${system} idle: ${workers} workers need ${workers + 1} connections and PostgreSQL has ${free} free; raise max_connections or lower idleWorkers`);
   const adapter = await adapterFor(system, ns);
   await adapter.setup();
   await adapter.close();
@@ -370,9 +372,18 @@ async function idleCost(system, ns, { workers, seconds }) {
   const env = { BENCH_ERRAND_URL: `${pgUrl}${pgUrl.includes("?") ? "&" : "?"}application_name=${name}`, BENCH_ERRAND_POOL_SIZE: "1" };
   const handles = [];
   try {
-    for (let i = 0; i < workers; i++) handles.push(spawnChild({ role: "worker", system, ns, mode: "default", env }));
-    await Promise.all(handles.map((h) => h.waitReady(120_000)));
-    await sleep(2_000); // start-up's statements are not the idle cost
+    while (handles.length < workers) {
+      const wave = [];
+      for (let i = Math.min(headroom, workers - handles.length); i > 0; i--) wave.push(spawnChild({ role: "worker", system, ns, mode: "default", env }));
+      handles.push(...wave);
+      await Promise.all(wave.map((h) => h.waitReady(120_000)));
+      // Start-up's statements are not the idle cost, and its connections must close before the next wave.
+      const deadline = Date.now() + 60_000;
+      while ((await backendsOf(name)).size > handles.length) {
+        if (Date.now() > deadline) throw new Error(`${system} idle: ${handles.length} idle workers still hold ${(await backendsOf(name)).size} connections after 60 s`);
+        await sleep(500);
+      }
+    }
     const pids = await backendsOf(name);
     const idle0 = postgresCpu();
     await sleep(seconds * 1000);

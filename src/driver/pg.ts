@@ -10,7 +10,14 @@ export interface PgDriverOptions {
 /**
  * A driver over a `pg` Pool. errand's hot statements are sent as named (prepared)
  * statements. LISTEN uses one extra dedicated connection built from the pool's settings,
- * reconnecting with backoff if it drops.
+ * reconnecting with backoff if it drops. While the pool holds no connection at all (its
+ * idle ones closed after `idleTimeoutMillis`, 10 s by default), a statement runs on a
+ * listening connection that has none in flight, and a background one (see
+ * {@link Statement.background}) also behind up to {@link listenerQueue} others: an idle
+ * worker then holds that one connection only, its timers' statements that fall together do
+ * not open another, and the first claim after a quiet spell does not wait for a new one.
+ * Two statements at once that are not background (work arrived) open the pool, which then
+ * serves every statement until it is idle again.
  *
  * @param ownsPool - close the pool in {@link Driver.close} (true when errand created it).
  */
@@ -18,11 +25,13 @@ export function pgDriver(pool: pg.Pool, ownsPool = false, options: PgDriverOptio
   const onError = options.onError ?? (() => {});
   // Without a listener, an idle client's error would crash the process.
   pool.on("error", onError);
-  const listeners = new Set<() => Promise<void>>();
+  const listeners = new Set<Listening>();
 
   return {
     async run<Row>(statement: Statement, params: readonly unknown[]): Promise<QueryResult<Row>> {
-      const result = await pool.query({ name: statement.name, text: statement.text, values: params as unknown[] });
+      const query = { name: statement.name, text: statement.text, values: params as unknown[] };
+      const spare = pool.totalCount === 0 ? spareListener(listeners, statement.background ? listenerQueue : 1) : undefined;
+      const result = spare ? await spare.query(query) : await pool.query(query);
       return { rows: result.rows as Row[] };
     },
     async transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
@@ -47,15 +56,15 @@ export function pgDriver(pool: pg.Pool, ownsPool = false, options: PgDriverOptio
       }
     },
     async listen(channel, onNotify, onReconnect) {
-      const stop = await listenWithReconnect(pool.options, channel, onNotify, onReconnect ?? (() => {}), onError);
-      listeners.add(stop);
+      const listening = await listenWithReconnect(pool.options, channel, onNotify, onReconnect ?? (() => {}), onError);
+      listeners.add(listening);
       return async () => {
-        listeners.delete(stop);
-        await stop();
+        listeners.delete(listening);
+        await listening.stop();
       };
     },
     async close() {
-      await Promise.all([...listeners].map((stop) => stop()));
+      await Promise.all([...listeners].map((listening) => listening.stop()));
       listeners.clear();
       pool.off("error", onError);
       if (ownsPool) await pool.end();
@@ -86,17 +95,41 @@ function wrapClient(client: pg.ClientBase | pg.Pool): Queryable {
   };
 }
 
+/**
+ * Most background statements queued on a listening connection at once (while the pool is
+ * empty): a notification that arrives behind them waits for these few short ones only.
+ */
+const listenerQueue = 4;
+
+/** A listening connection (while connected) that also runs statements while it has few in flight. */
+interface Listening {
+  /** The connection now, if connected and with fewer than `queue` statements in flight; undefined otherwise. */
+  spare(queue: number): { query(query: pg.QueryConfig): Promise<pg.QueryResult> } | undefined;
+  stop(): Promise<void>;
+}
+
+function spareListener(listeners: ReadonlySet<Listening>, queue: number): ReturnType<Listening["spare"]> {
+  for (const listening of listeners) {
+    const spare = listening.spare(queue);
+    if (spare) return spare;
+  }
+  return undefined;
+}
+
 async function listenWithReconnect(
   config: pg.ClientConfig,
   channel: string,
   onNotify: (payload?: string) => void,
   onReconnect: () => void,
   onError: (error: Error) => void,
-): Promise<() => Promise<void>> {
+): Promise<Listening> {
   let client: pg.Client | undefined;
   let stopped = false;
   let retryTimer: NodeJS.Timeout | undefined;
   let failures = 0;
+  /** Statements in flight on `client` (see listenerQueue), run one after another: pg deprecates its own queue. */
+  let inFlight = 0;
+  let last: Promise<unknown> = Promise.resolve();
 
   const connect = async (): Promise<void> => {
     // Keepalive notices a connection that died without a word (a dropped network path).
@@ -141,12 +174,30 @@ async function listenWithReconnect(
   };
 
   await connect();
-  return async () => {
-    stopped = true;
-    if (retryTimer) clearTimeout(retryTimer);
-    const current = client;
-    client = undefined;
-    await current?.end().catch(() => {});
+  return {
+    spare(queue) {
+      const current = client;
+      if (!current || inFlight >= queue) return undefined;
+      return {
+        async query(query) {
+          inFlight++;
+          const run = last.then(() => current.query(query));
+          last = run.catch(() => {});
+          try {
+            return await run;
+          } finally {
+            inFlight--;
+          }
+        },
+      };
+    },
+    async stop() {
+      stopped = true;
+      if (retryTimer) clearTimeout(retryTimer);
+      const current = client;
+      client = undefined;
+      await current?.end().catch(() => {});
+    },
   };
 }
 

@@ -33,6 +33,12 @@ export interface Session extends Queryable {
 export interface Statement {
   readonly name: string;
   readonly text: string;
+  /**
+   * A worker's statement at rest (a poll, its presence, a rescue): a driver that runs
+   * statements on its listening connection while its pool is empty may queue this one
+   * there behind another rather than open a connection for it.
+   */
+  readonly background?: boolean;
 }
 
 /**

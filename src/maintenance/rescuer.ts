@@ -2,6 +2,7 @@ import type { Driver } from "../driver/types.js";
 import { defaultRescueIntervalMs } from "../defaults.js";
 import { checkKeys, positiveMs } from "../validate.js";
 import { queriesFor } from "../sql/jobs.js";
+import { limitQueriesFor } from "../sql/limits.js";
 import { Repeater, type Service } from "./service.js";
 
 
@@ -58,6 +59,8 @@ export class Rescuer implements Service<RescueResult> {
   async runOnce(): Promise<RescueResult> {
     const { rows } = await this.#driver.run<{ id: string; status: string }>(queriesFor(this.#schema).rescue, [rescueBatch]);
     const dead = rows.filter((row) => row.status === "dead").length;
+    // Workers at rest poll rarely: tell them (keyed jobs may be among the rescued), as an insert would.
+    if (rows.length > dead) await this.#driver.run(limitQueriesFor(this.#schema).announceKeyed, []);
     return { ready: rows.length - dead, dead };
   }
 

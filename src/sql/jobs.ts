@@ -501,6 +501,7 @@ function build(s: string, channel: string, waitChannel: string): Queries {
         "id, status",
         "rescue",
       ),
+      true,
     ),
 
     /* getJob — $1 id; rows: job */

@@ -5,8 +5,9 @@ import { channelFor, memoisePerSchema, qualified, statement } from "./statement.
 /**
  * The payload of the notice on the jobs channel ({@link channelFor}) that says jobs with a
  * concurrency key were enqueued: it makes a worker that found no keyed jobs claim keyed
- * ones again (see KeyedClaim). Sent by errand's enqueue and batch calls after the insert;
- * an older worker takes it for an enqueue's notice, which is what it is.
+ * ones again (see KeyedClaim). Sent by errand's enqueue and batch calls after the insert,
+ * and by a rescue that made jobs ready (a worker at rest polls rarely); an older worker
+ * takes it for an enqueue's notice, which is what it is.
  */
 export const keyedNotice = "keyed";
 

@@ -14,6 +14,7 @@ export interface QueueQueries {
   readonly resume: Statement;
   readonly listPauses: Statement;
   readonly workerGates: Statement;
+  readonly nextDue: Statement;
   readonly queueDepths: Statement;
 }
 
@@ -52,7 +53,18 @@ function build(s: string, channel: string): QueueQueries {
      * 'limit'), whose claims go through claim_limited. No params; rows: scope, name
      */
     workerGates: statement(`
-      SELECT scope, name FROM ${s}.pauses UNION ALL SELECT 'limit', queue FROM ${s}.queue_limits ORDER BY 1, 2`),
+      SELECT scope, name FROM ${s}.pauses UNION ALL SELECT 'limit', queue FROM ${s}.queue_limits ORDER BY 1, 2`, true),
+
+    /*
+     * nextDue — what a worker at rest asks instead of claiming: in how many ms the first
+     * ready job of queue $1 and kinds $2 is due, without a concurrency key (plain_ms) and
+     * with one (keyed_ms); 0 or less: one is due now; NULL: none is ready. The clock is the
+     * database's, so the worker's own may be off. Reads the ready indexes as an empty claim
+     * does (one branch each). rows: one, plain_ms and keyed_ms (float8 or NULL)
+     */
+    nextDue: statement(`
+      SELECT (extract(epoch FROM (SELECT min(run_at) FROM ${jobs} WHERE status = 'ready' AND queue = $1::text AND concurrency_key IS NULL AND kind = ANY($2::text[])) - now()) * 1000)::float8 AS plain_ms,
+             (extract(epoch FROM (SELECT min(run_at) FROM ${jobs} WHERE status = 'ready' AND queue = $1::text AND concurrency_key IS NOT NULL AND kind = ANY($2::text[])) - now()) * 1000)::float8 AS keyed_ms`, true),
 
     /*
      * queueDepths — per queue: ready (due now), scheduled (due later), running, and

@@ -55,9 +55,13 @@ export function waitChannelFor(schema: string): string {
   return `errand_wait_${schema}`;
 }
 
-/** A named statement; the name is a hash of the text, so it is stable per schema. */
-export function statement(text: string): Statement {
-  return { name: `errand_${createHash("sha1").update(text).digest("hex").slice(0, 20)}`, text };
+/**
+ * A named statement; the name is a hash of the text, so it is stable per schema.
+ * `background`: see {@link Statement.background}.
+ */
+export function statement(text: string, background = false): Statement {
+  const name = `errand_${createHash("sha1").update(text).digest("hex").slice(0, 20)}`;
+  return background ? { name, text, background } : { name, text };
 }
 
 /** Builds a schema's statements once and hands back the same object after that. */

@@ -23,7 +23,7 @@ function build(s: string): WorkerQueries {
     present: statement(`
       WITH gone AS (DELETE FROM ${s}.workers WHERE seen_at < now() - interval '1 day' AND id <> $1::text)
       INSERT INTO ${s}.workers (id, queues, kinds) VALUES ($1::text, $2::text[], $3::text[])
-      ON CONFLICT (id) DO UPDATE SET queues = EXCLUDED.queues, kinds = EXCLUDED.kinds, seen_at = now()`),
+      ON CONFLICT (id) DO UPDATE SET queues = EXCLUDED.queues, kinds = EXCLUDED.kinds, seen_at = now()`, true),
 
     /* leave — worker $1 stopped. rows: none */
     leave: statement(`DELETE FROM ${s}.workers WHERE id = $1::text`),

@@ -12,7 +12,7 @@ export interface TimedOut {
 }
 
 /** What the completer writes for a job: its outcome, a timeout, a release, or (see `started`) its start. */
-type Written = Outcome | TimedOut | { readonly type: "released" } | { readonly type: "started" };
+export type Written = Outcome | TimedOut | { readonly type: "released" } | { readonly type: "started" };
 
 interface Pending {
   readonly job: ClaimedJob;
@@ -50,7 +50,7 @@ export class Completer {
   /** Reserved jobs whose handlers started (when, on the clock) and whose outcome is not known yet. */
   readonly #starts = new Map<ClaimedJob, number>();
   #flushing: Promise<void> | undefined;
-  readonly #writtenListeners: ((items: readonly { readonly job: ClaimedJob }[]) => void)[] = [];
+  readonly #writtenListeners: ((items: readonly Pending[]) => void)[] = [];
   #timer: NodeJS.Timeout | undefined;
   #failures = 0;
   /**
@@ -106,8 +106,11 @@ export class Completer {
     this.#starts.delete(job);
   }
 
-  /** Calls `listener` with the jobs of each batch of outcomes once it is written (keyed-claim.ts: their keys have room). */
-  onWritten(listener: (items: readonly { readonly job: ClaimedJob }[]) => void): void {
+  /**
+   * Calls `listener` with each batch of outcomes once it is written (keyed-claim.ts: their
+   * keys have room; producer.ts: when the retries and snoozes among them are due).
+   */
+  onWritten(listener: (items: readonly { readonly job: ClaimedJob; readonly outcome: Written }[]) => void): void {
     this.#writtenListeners.push(listener);
   }
 

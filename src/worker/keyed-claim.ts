@@ -65,6 +65,14 @@ export class KeyedClaim {
     return this.#clock.now() >= this.#dueAt;
   }
 
+  /**
+   * The last claim found no ready keyed job in the queue, and no keyed notice came since
+   * (a plain notification may have made a claim due at the end of the recheck interval).
+   */
+  get idle(): boolean {
+    return this.#none;
+  }
+
   /** Milliseconds until a keyed claim is due (Infinity: only a wake-up makes it due). */
   msUntilDue(): number {
     return Math.max(0, this.#dueAt - this.#clock.now());

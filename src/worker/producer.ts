@@ -13,6 +13,7 @@ import type { LocalLeases } from "./leases.js";
 import { Prefetch } from "./prefetch.js";
 import type { QueueGate } from "./pauses.js";
 import type { ProgressWriter } from "./progress.js";
+import { Rest } from "./rest.js";
 import { RunningJobs } from "./running.js";
 import type { WorkerEvent, WorkerSettings } from "./worker-options.js";
 import { Wake } from "./wake.js";
@@ -34,6 +35,7 @@ interface Buffered {
 /** What a {@link Producer} works with; the worker makes the shared parts. */
 export interface ProducerParts {
   readonly driver: Driver;
+  readonly schema: string;
   readonly queries: Queries;
   readonly workerId: string;
   /** The queue this producer claims from, and its handlers at once. */
@@ -92,6 +94,7 @@ export class Producer {
   /** Notifications (and rescues) seen so far: one during an empty claim keeps the queue worth a look. */
   #nudges = 0;
   #claimFailures = 0;
+  readonly #rest: Rest;
 
   constructor(parts: ProducerParts) {
     this.#driver = parts.driver;
@@ -109,8 +112,10 @@ export class Producer {
     this.#emit = parts.emit;
     this.#keyed = parts.keyed;
     this.#floor = new ClaimFloor(parts.clock, parts.settings.pollIntervalMs);
+    this.#rest = new Rest(parts.driver, parts.schema, parts.queue, parts.clock, parts.settings.pollIntervalMs);
     parts.completer.onWritten((items) => {
-      if (this.#keyed.written(items)) this.#wake.wake();
+      // A key has room, or a retry or snooze this worker wrote is due before the next look.
+      if (this.#keyed.written(items) || this.#rest.written(items)) this.#wake.wake();
     });
     this.#running = new RunningJobs({ ...parts, onFinished: (job) => this.#finished(job) });
   }
@@ -132,6 +137,11 @@ export class Producer {
     this.#claiming = false;
     this.#wake.wake();
     await this.#loop;
+  }
+
+  /** The worker listens for notifications: at rest, poll rarely (see {@link Rest}). */
+  listening(): void {
+    this.#rest.listening();
   }
 
   /**
@@ -267,6 +277,8 @@ export class Producer {
 
   async #claimLoop(): Promise<void> {
     const pollIntervalMs = this.#settings.pollIntervalMs;
+    /** Jobs claimed since the loop last waited: a round that found none asks when one is due. */
+    let claimedSinceWait = 0;
     while (this.#claiming) {
       const capacity = this.#concurrency + this.#prefetch.size();
       const refillAt = Math.max(1, Math.floor(capacity / 4));
@@ -289,6 +301,7 @@ export class Producer {
           const plain = this.#queueMayHaveJobs && plainLimit > 0 ? await this.#claim(plainLimit, startNow) : [];
           const jobs = keyed.length === 0 ? plain : keyed.concat(plain);
           this.#claimFailures = 0;
+          claimedSinceWait += jobs.length;
           const since = this.#clock.now();
           for (const job of jobs) this.#buffer.push({ job, since });
           if (!this.#claiming) break; // released by the worker's stop()
@@ -299,8 +312,14 @@ export class Producer {
           // workers are claiming. Only an empty claim means wait for a notification.
           // A notification that arrived while this claim was out may be for a job its
           // snapshot could not see: only a claim that began after it can say the queue is empty.
-          if (jobs.length > 0) continue;
-          if (this.#nudges === nudges) this.#queueMayHaveJobs = false;
+          if (jobs.length > 0) {
+            this.#rest.claimed();
+            continue;
+          }
+          if (this.#nudges === nudges) {
+            this.#queueMayHaveJobs = false;
+            this.#rest.emptied(claimedSinceWait > 0);
+          }
         } catch (error) {
           this.#emit({ type: "error", during: "claim", error });
           const delay = Math.min(10_000, 100 * 2 ** this.#claimFailures++);
@@ -308,14 +327,46 @@ export class Producer {
           continue;
         }
       }
-      // A rate limit says when its next job may start: sleep until then (a free slot or a notification wakes sooner).
       const slotFree = this.#running.size + this.#buffer.length < this.#concurrency;
+      if (slotFree && this.#resting()) {
+        const askAt = this.#rest.askAt;
+        if (this.#clock.now() >= askAt) await this.#askWhenDue();
+        else {
+          // A keyed claim made due by a plain notification (see KeyedClaim.wake) is the claim's to make, not an ask's.
+          await this.#wake.wait(Math.max(1, Math.min(askAt - this.#clock.now(), this.#keyed.msUntilDue())));
+          claimedSinceWait = 0;
+        }
+        continue;
+      }
+      // A rate limit says when its next job may start: sleep until then (a free slot or a notification wakes sooner).
       const keyedWait = slotFree ? this.#keyed.msUntilDue() : Infinity;
       const woken = await this.#wake.wait(Math.max(1, Math.min(pollIntervalMs, keyedWait)));
+      claimedSinceWait = 0;
       if (!woken && keyedWait >= pollIntervalMs) {
         this.#queueMayHaveJobs = true;
         this.#keyed.wake(true);
       }
+    }
+  }
+
+  /**
+   * At rest: no job ready now that a claim could take, and no keyed job held back by a limit
+   * (those are polled for: another worker's outcome frees their key without a notification).
+   */
+  #resting(): boolean {
+    return !this.#queueMayHaveJobs && this.#keyed.idle && !this.#gate.limited && this.#gate.claimable.length > 0;
+  }
+
+  /** Asks when this queue's next job is due (see {@link Rest}), and claims what is due now. */
+  async #askWhenDue(): Promise<void> {
+    try {
+      const due = await this.#rest.ask(this.#gate.claimable);
+      this.#claimFailures = 0;
+      if (due.plain) this.#queueMayHaveJobs = true;
+      if (due.keyed) this.#keyed.wake(true);
+    } catch (error) {
+      this.#emit({ type: "error", during: "claim", error });
+      this.#rest.retryIn(Math.min(10_000, 100 * 2 ** this.#claimFailures++));
     }
   }
 

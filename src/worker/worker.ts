@@ -5,7 +5,7 @@ import { ErrandError } from "../errors.js";
 import type { Driver } from "../driver/types.js";
 import { type RescueResult, Rescuer } from "../maintenance/rescuer.js";
 import type { ResolvedKind } from "../options.js";
-import { defaultRetryPolicy, pausePollMs } from "../defaults.js";
+import { defaultRetryPolicy, pausePollMs, restingPollMs } from "../defaults.js";
 import { queriesFor } from "../sql/jobs.js";
 import { pauseNotice } from "../sql/queues.js";
 import { keyedNotice } from "../sql/limits.js";
@@ -52,6 +52,8 @@ export class Worker {
   #stopping: Promise<void> | undefined;
   #unlisten: (() => Promise<void>) | undefined;
   #timers: NodeJS.Timeout[] = [];
+  /** When the pauses were last read (clock): a listening worker reads them again only every restingPollMs. */
+  #pausesReadAt = -Infinity;
 
   /** Prefer `errand.worker(options)`. `clock` times buffers, leases and durations (tests pass their own). */
   constructor(driver: Driver, schema: string, kinds: ReadonlyMap<string, ResolvedKind>, options: WorkerOptions, clock: Clock = systemClock) {
@@ -69,7 +71,7 @@ export class Worker {
     const leases = new LocalLeases((kind) => kinds.get(kind)?.leaseMs ?? settings.leaseMs);
     const policyFor = (kind: string) => kinds.get(kind)?.retry ?? defaultRetryPolicy;
     const timeoutFor = (kind: string) => kinds.get(kind)?.timeoutMs;
-    const common = { driver, queries, workerId: this.id, settings, leases, clock, emit };
+    const common = { driver, schema, queries, workerId: this.id, settings, leases, clock, emit };
     this.#progress = new ProgressWriter(driver, queries, this.id, settings.progressIntervalMs, (error) => emit({ type: "error", during: "progress", error }), clock);
     // The worker claims only kinds it has a handler for (see QueueGate).
     this.#pauses = new WorkerPauses(driver, schema, Object.keys(options.handlers));
@@ -124,6 +126,8 @@ export class Worker {
           this.#nudge(true, true);
         },
       );
+      // Notifications wake it: at rest it polls rarely (see Producer.listening).
+      for (const producer of this.#producers) producer.listening();
     } catch (error) {
       // Polling still works without notifications.
       this.#emit({ type: "error", during: "listen", error });
@@ -137,7 +141,7 @@ export class Worker {
     }
     const settings = this.#settings;
     await this.#refreshPresence();
-    this.#every(pausePollMs, () => Promise.all([this.#readPauses(), this.#refreshPresence()]).then(() => {}));
+    this.#every(pausePollMs, () => Promise.all([this.#pollPauses(), this.#refreshPresence()]).then(() => {}));
     this.#every(settings.heartbeatIntervalMs, () => this.#heartbeat.beat());
     this.#every(settings.leaseCheckMs, () => {
       this.#heartbeat.checkLeases();
@@ -217,8 +221,18 @@ export class Worker {
     for (const producer of this.#producers) producer.nudge(keyed, returned);
   }
 
+  /**
+   * The pauses' poll: every pausePollMs without notifications; with them, every
+   * restingPollMs, as a pause or resume notifies (and a reconnect reads them at once).
+   */
+  async #pollPauses(): Promise<void> {
+    if (this.#unlisten !== undefined && this.#clock.now() - this.#pausesReadAt < restingPollMs) return;
+    await this.#readPauses();
+  }
+
   /** Reads the paused queues and kinds; when they changed, each producer gives back what is paused now. */
   async #readPauses(): Promise<void> {
+    this.#pausesReadAt = this.#clock.now();
     try {
       if (await this.#pauses.refresh()) for (const producer of this.#producers) producer.pausesChanged();
     } catch (error) {
