@@ -64,7 +64,7 @@ describe("--json: one JSON document per run", () => {
     const stats = JSON.parse((await cli("stats", "--json")).stdout) as { at: string; total: Record<string, number>; kinds: Record<string, unknown> };
     expect(stats.total).toMatchObject({ ready: 2, scheduled: 1, dead: 1, done: 1 });
     expect(Object.keys(stats.kinds)).toEqual(["always_fails", longKind, "resize", "send_receipt"]);
-    expect(JSON.parse((await cli("purge", "--json", "--dry-run")).stdout)).toEqual({ done: 0, cancelled: 0, dead: 0, batches: expect.any(Number), dryRun: true });
+    expect(JSON.parse((await cli("purge", "--json", "--dry-run")).stdout)).toEqual({ done: 0, cancelled: 0, dead: 0, finishedBatches: 0, batches: expect.any(Number), dryRun: true });
     const plan = await errandCli(["plan", "--json", "--max-attempts", "3", "--rate", "600/h", "--duration", "8s", "--burst", "300", "--workers", "4"]);
     expect(JSON.parse(plan.stdout)).toEqual({
       retry: {
