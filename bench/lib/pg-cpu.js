@@ -40,6 +40,28 @@ export function cpuBetween(before, after, only) {
   return seconds;
 }
 
+/**
+ * Samples {@link postgresCpu} every `intervalMs` until the returned function is called,
+ * which returns the CPU seconds every postgres process spent meanwhile: a backend that
+ * exited before the end counts up to its last sample (a reading at the end alone would
+ * miss the backends of workers that closed their connections).
+ */
+export function samplePostgresCpu(intervalMs = 100) {
+  const first = postgresCpu();
+  const last = new Map(first);
+  const sample = () => {
+    for (const [pid, seconds] of postgresCpu()) last.set(pid, seconds);
+  };
+  const timer = setInterval(sample, intervalMs);
+  return () => {
+    clearInterval(timer);
+    sample();
+    let seconds = 0;
+    for (const [pid, now] of last) seconds += now - (first.get(pid) ?? 0);
+    return seconds;
+  };
+}
+
 /** The pids of the server processes serving connections named `applicationName`. */
 export async function backendsOf(applicationName) {
   return withPg(async (c) => new Set((await c.query("SELECT pid FROM pg_stat_activity WHERE application_name = $1", [applicationName])).rows.map((r) => r.pid)));

@@ -2,7 +2,7 @@
 // measures once and returns { value, ...details }; run.js interleaves systems and runs.
 import { dropSchema, percentile, pgUrl, sleep, wallMs, withPg } from "./common.js";
 import { runWorkers, spawnChild } from "./children.js";
-import { backendsOf, cpuBetween, postgresCpu } from "./pg-cpu.js";
+import { backendsOf, cpuBetween, postgresCpu, samplePostgresCpu } from "./pg-cpu.js";
 import { runPgbench } from "./pgbench.js";
 import { relayThroughput } from "./relay.js";
 import { jetstreamJobs } from "./jetstream.js";
@@ -100,10 +100,12 @@ export async function processJobs(system, ns, { count, capMs, mode, workers = 1,
   // PostgreSQL's CPU (every postgres process on this machine, none when the server is
   // elsewhere) per handled job, in µs, start-up and shutdown included: beside the workers'
   // own, where a run's CPU goes.
-  const pgCpu = () => { try { return postgresCpu(); } catch { return null; } };
-  const pg0 = pgCpu();
+  let stopSampling = null;
+  try {
+    stopSampling = samplePostgresCpu();
+  } catch {} // eslint-disable-line no-empty -- the server is on another machine: no figure
   const { results, reached } = await runWorkers(tasks, count, capMs);
-  const pg1 = pg0 && pgCpu();
+  const pgSeconds = stopSampling?.();
   const handled = results.reduce((s, r) => s + r.count, 0);
   const first = Math.min(...results.map((r) => r.first ?? Infinity));
   const last = Math.max(...results.map((r) => r.last ?? -Infinity));
@@ -120,7 +122,7 @@ export async function processJobs(system, ns, { count, capMs, mode, workers = 1,
   await adapter.close();
   // Node CPU per handled job, in µs: less sensitive to a loaded machine than the rate.
   const cpuUsPerJob = (results.reduce((s, r) => s + (r.cpuMs ?? 0), 0) * 1000) / Math.max(1, handled);
-  const pgCpuUsPerJob = pg1 ? (cpuBetween(pg0, pg1) * 1e6) / Math.max(1, handled) : null;
+  const pgCpuUsPerJob = pgSeconds == null ? null : (pgSeconds * 1e6) / Math.max(1, handled);
   return { value, handled, completed, reached, cpuUsPerJob, pgCpuUsPerJob, maxRssMB: Math.max(...results.map((r) => r.maxRssMB)), stopMs: Math.max(...results.map((r) => r.stopMs)) };
 }
 
