@@ -8,6 +8,7 @@
 //
 //   npm run bench:sweep                       # every peer, ~10–15 min on 2 cores
 //   node bench/sweep.js --peers graphile --jobs 20000 --rounds 3 --top 3 --note "quiet machine"
+//   node bench/sweep.js --peers graphile --jobs 100000 --points '[{"concurrency":50,"localQueueSize":2000,"completeJobBatchDelay":10}]'
 import { readFileSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { parseArgs } from "node:util";
@@ -23,6 +24,8 @@ const { values: args } = parseArgs({
     rounds: { type: "string", default: "3" },
     top: { type: "string", default: "3" },
     note: { type: "string", default: "" },
+    // JSON array of settings to start from instead of the grid (e.g. the last sweep's leaders, at another --jobs)
+    points: { type: "string" },
     "dry-run": { type: "boolean", default: false },
   },
 });
@@ -85,9 +88,10 @@ async function sweepPeer(peer) {
   const startedAt = new Date();
   const load = [loadavg()[0]];
 
-  log(`\n${systems[peer]}: coarse grid, ${grid(axes).length} points × 1 run of ${jobs.toLocaleString("en")} jobs`);
+  const coarse = args.points ? JSON.parse(args.points) : grid(axes);
+  log(`\n${systems[peer]}: ${args.points ? "given points" : "coarse grid"}, ${coarse.length} points × 1 run of ${jobs.toLocaleString("en")} jobs`);
   let i = 0;
-  for (const knobs of grid(axes)) add(knobs).values.push(await measure(peer, knobs, i++));
+  for (const knobs of coarse) add(knobs).values.push(await measure(peer, knobs, i++));
   const ranked = () => [...points.values()].filter((p) => median(p.values) != null).sort((a, b) => median(b.values) - median(a.values));
 
   const leaders = ranked().slice(0, Number(args.top));
@@ -134,7 +138,7 @@ async function sweepPeer(peer) {
     measuredAt: startedAt.toISOString(),
     minutes: Number(((Date.now() - startedAt.getTime()) / 60_000).toFixed(1)),
     machine: `${cpus().length} cores, 1-min load average ${load.map((l) => l.toFixed(1)).join(" → ")}${args.note ? `; ${args.note}` : ""}`,
-    method: `coarse grid ${JSON.stringify(axes)}, 1 run each; then the top ${args.top} and the best's neighbours, ${args.rounds} interleaved rounds; a winner on a knob's top edge climbs (the knob doubled, ${args.rounds} rounds against it) until it loses; ${jobs} no-op jobs per run, rate between the first and the last handler call; winner: highest median among the refined points`,
+    method: `${args.points ? `given points ${args.points} (grid ${JSON.stringify(axes)})` : `coarse grid ${JSON.stringify(axes)}`}, 1 run each; then the top ${args.top} and the best's neighbours, ${args.rounds} interleaved rounds; a winner on a knob's top edge climbs (the knob doubled, ${args.rounds} rounds against it) until it loses; ${jobs} no-op jobs per run, rate between the first and the last handler call; winner: highest median among the refined points`,
     best: winner.settings,
     label: describeKnobs(winner.settings),
     table: table(),
