@@ -103,7 +103,9 @@ export async function processJobs(system, ns, { count, capMs, mode, workers = 1,
   let stopSampling = null;
   try {
     stopSampling = samplePostgresCpu();
-  } catch {} // eslint-disable-line no-empty -- the server is on another machine: no figure
+  } catch {
+    // the server is on another machine: no figure
+  }
   const { results, reached } = await runWorkers(tasks, count, capMs);
   const pgSeconds = stopSampling?.();
   const handled = results.reduce((s, r) => s + r.count, 0);
@@ -279,14 +281,14 @@ export function scenarios(cfg) {
       id: `jetstream_${workers}`, group: "jetstream", title: `JetStream transport, ${workers} worker process${workers > 1 ? "es" : ""} (concurrency 100 each)`, unit: "jobs/s", higher: true, systems: ["errand"],
       measure: (_s, ns) => jetstreamJobs(ns, { count: cfg.processBest, capMs: cfg.capMs, workers }),
     })),
-    // Limits (errand: concurrency keys; the cost beside process_default, same count and settings).
+    // Limits (errand: concurrency keys, defaults; smallJobs each, so compare them with each other).
     { id: "keyed_limit", group: "limits", title: "per-key concurrency limit: 50 keys, at most 2 running each (defaults)", unit: "jobs/s", higher: true, systems: ["errand"],
       measure: (s, ns) => processJobs(s, ns, { count: cfg.smallJobs, capMs: cfg.capMs, mode: "default", keys: 50, before: errandLimits({ "k*": { concurrency: 2 } }) }) },
     { id: "keyed_fair", group: "limits", title: "keys without limits: 50 keys round-robin (defaults)", unit: "jobs/s", higher: true, systems: ["errand"],
       measure: (s, ns) => processJobs(s, ns, { count: cfg.smallJobs, capMs: cfg.capMs, mode: "default", keys: 50 }) },
     { id: "rate_limit", group: "limits", title: "rate limit 1,000/s on one key (defaults): the rate reached", unit: "jobs/s", higher: true, systems: ["errand"],
       measure: (s, ns) => processJobs(s, ns, { count: Math.min(cfg.smallJobs, 5_000), capMs: cfg.capMs, mode: "default", keys: 1, before: errandLimits({ k0: { rate_count: 1000, rate_period_ms: 1000 } }) }) },
-    // The outbox relay (errand only): as many messages as process_default has jobs, one relay, default batch size.
+    // The outbox relay (errand only): smallJobs messages, one relay, default batch size.
     { id: "relay_nats", group: "relay", title: "outbox relay to JetStream, 100 keys", unit: "msg/s", higher: true, systems: ["errand"],
       measure: (s, ns) => relayThroughput(ns, { broker: "nats", count: cfg.smallJobs, keys: 100 }) },
     { id: "relay_nats_keyless", group: "relay", title: "outbox relay to JetStream, no key", unit: "msg/s", higher: true, systems: ["errand"],
@@ -313,7 +315,7 @@ export function scenarios(cfg) {
         ? processJobs(s, ns, { count: cfg.smallJobs, capMs: cfg.capMs, mode: "default", before: errandQueueLimits({ default: 10 }) })
         : processJobs(s, ns, { count: cfg.smallJobs, capMs: cfg.capMs, mode: await peerMode(s, { concurrency: 10 }), before: bullmqGlobalConcurrency(10) }) },
     { id: "no_limits", group: "limits", title: "no limits on this queue while another queue and a key have limits (defaults): compare with process_default", unit: "jobs/s", higher: true, systems: ["errand"],
-      measure: (s, ns) => processJobs(s, ns, { count: cfg.smallJobs, capMs: cfg.capMs, mode: "default", before: async (n) => {
+      measure: (s, ns) => processJobs(s, ns, { count: cfg.processDefault, capMs: cfg.capMs, mode: "default", before: async (n) => {
         await errandQueueLimits({ other: 5 })(n);
         await errandLimits({ "tenant:*": { concurrency: 2 } })(n);
       } }) },
