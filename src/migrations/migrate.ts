@@ -45,9 +45,10 @@ const lockPollMs = 50;
  * next one. Safe when several processes migrate at once: a session-level advisory lock
  * serialises them, and the late ones find nothing left to do. Returns the versions it
  * applied. `list` is the migrations to bring it to: every shipped one, or the first n of
- * them (a test that upgrades an old installation).
+ * them (a test that upgrades an old installation). `attempts`: how many times a step that
+ * cannot take its locks tries before it gives up (see shortTransaction; a test passes fewer).
  */
-export async function migrate(driver: Driver, schema: string, list: readonly Migration[] = shipped): Promise<number[]> {
+export async function migrate(driver: Driver, schema: string, list: readonly Migration[] = shipped, attempts?: number): Promise<number[]> {
   const migrations = checkMigrations(list);
   const s = qualified(schema);
   const key = `errand.migrate:${schema}`;
@@ -67,9 +68,9 @@ export async function migrate(driver: Driver, schema: string, list: readonly Mig
       // A fresh install takes them all in one transaction: its tables are new and empty, so
       // holding their locks a little longer stops nobody, and a commit per migration costs more.
       for (const group of applied.size === 0 ? [pending] : pending.map((migration) => [migration])) {
-        if (group.length > 0) await apply(session, schema, group);
+        if (group.length > 0) await apply(session, schema, group, attempts);
       }
-      await finishOnline(session, schema, migrations);
+      await finishOnline(session, schema, migrations, attempts);
       return pending.map((migration) => migration.version);
     } finally {
       await session.query("SELECT pg_advisory_unlock(hashtext($1))", [key]);
@@ -78,7 +79,7 @@ export async function migrate(driver: Driver, schema: string, list: readonly Mig
 }
 
 /** Runs `group`'s migrations and records them, in one transaction that waits for no lock for long. */
-async function apply(session: Session, schema: string, group: readonly Migration[]): Promise<void> {
+async function apply(session: Session, schema: string, group: readonly Migration[], attempts: number | undefined): Promise<void> {
   const s = qualified(schema);
   const names = group.map((migration) => `${migration.version} (${migration.name})`).join(", ");
   await shortTransaction(session, `migration ${names} of schema ${schema}`, async (tx) => {
@@ -86,5 +87,5 @@ async function apply(session: Session, schema: string, group: readonly Migration
       await tx.exec(migration.sql.replaceAll("{{schema}}", s).replaceAll("{{channel}}", channelFor(schema)));
       await tx.query(`INSERT INTO ${s}.migrations (version, name) VALUES ($1, $2)`, [migration.version, migration.name]);
     }
-  });
+  }, attempts);
 }

@@ -8,7 +8,8 @@ import type { IndexBuild, Migration } from "./migration.js";
 // every enqueue and claim that arrives after it queues behind it, so a long wait (behind
 // someone's long transaction) would stop the queue as surely as a long migration.
 const lockTimeoutMs = 200;
-// Then it rolls back, lets the queue move, and tries again, this many times in all.
+// Then it rolls back, lets the queue move, and tries again, this many times in all (a
+// test of the give-up passes fewer: 25 tries wait about 65 s).
 const lockAttempts = 25;
 // A table smaller than this (about 50,000 jobs) gets its index built inside a short
 // transaction, in milliseconds. CREATE INDEX CONCURRENTLY would not block its writes
@@ -18,10 +19,10 @@ const smallTableBytes = 8 * 1024 * 1024;
 
 /**
  * Runs `fn` in a transaction on `session` that waits at most 200 ms for any lock; when it
- * times out, it rolls back, waits a little longer each time and tries again (25 times).
- * `what` names the work in the error that says it gave up.
+ * times out, it rolls back, waits a little longer each time and tries again (`attempts`
+ * times in all). `what` names the work in the error that says it gave up.
  */
-export async function shortTransaction(session: Session, what: string, fn: (tx: Transaction) => Promise<void>): Promise<void> {
+export async function shortTransaction(session: Session, what: string, fn: (tx: Transaction) => Promise<void>, attempts = lockAttempts): Promise<void> {
   for (let attempt = 1; ; attempt++) {
     try {
       await session.transaction(async (tx) => {
@@ -31,10 +32,10 @@ export async function shortTransaction(session: Session, what: string, fn: (tx: 
       return;
     } catch (error) {
       if ((error as { code?: unknown }).code !== "55P03") throw error;
-      if (attempt === lockAttempts) {
+      if (attempt >= attempts) {
         throw new ErrandError(
           "migration_lock_timeout",
-          `${what} could not take a lock within ${lockTimeoutMs} ms, ${lockAttempts} times: a long transaction holds one of its tables ` +
+          `${what} could not take a lock within ${lockTimeoutMs} ms, ${attempts} times: a long transaction holds one of its tables ` +
             `(see pg_stat_activity); nothing of it was applied — run the migration again when that transaction has ended`,
           { cause: error },
         );
@@ -48,9 +49,9 @@ export async function shortTransaction(session: Session, what: string, fn: (tx: 
  * Finishes what `migrations` declare to be done outside their transactions (see
  * {@link Migration}), once their `sql` is applied: builds the indexes of the latest schema
  * that are missing, drops the retired ones, then validates the constraints still NOT VALID. Each step reads the catalog first, so a run finds only what an interrupted one
- * left: nothing, in an installation already up to date.
+ * left: nothing, in an installation already up to date. `attempts`: as {@link shortTransaction}'s.
  */
-export async function finishOnline(session: Session, schema: string, migrations: readonly Migration[]): Promise<void> {
+export async function finishOnline(session: Session, schema: string, migrations: readonly Migration[], attempts = lockAttempts): Promise<void> {
   const s = qualified(schema);
   const { wanted, retired } = indexesOf(migrations);
   const { rows } = await session.query<{ name: string; table: string; valid: boolean }>(
@@ -85,7 +86,7 @@ export async function finishOnline(session: Session, schema: string, migrations:
   if (together.length > 0) {
     await shortTransaction(session, `the indexes of schema ${schema}`, async (tx) => {
       for (const statement of together) await tx.query(statement);
-    });
+    }, attempts);
   }
   for (const statement of alone) await session.query(statement);
   const checks = migrations.flatMap((migration) => migration.validates ?? []);
