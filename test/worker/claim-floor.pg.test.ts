@@ -1,27 +1,43 @@
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
-import { Errand } from "../../src/index.js";
+import { Errand, type Worker } from "../../src/index.js";
 import { claimFloorSlackMs } from "../../src/sql/jobs.js";
 import { eventually, freshSchema } from "../support/db.js";
 
 // PostgreSQL only: a transaction held open beside a working worker needs a second
 // connection. Jobs that become ready below a worker's claim floor without a notice that
-// says so (see src/worker/claim-floor.ts) run within one poll interval.
+// says so (see src/worker/claim-floor.ts) run within one poll interval; those it rescued
+// itself, at once.
 const url = process.env.ERRAND_TEST_URL!;
 const admin = new pg.Pool({ connectionString: url, max: 4 });
 afterAll(() => admin.end());
 
 const pollIntervalMs = 500;
 
-/** Runs `body` with a fresh errand, a worker on it (`ran`: the ids it ran, in order) and a connection of the test's own. */
-async function withWorker(body: (parts: { schema: string; errand: Errand; ran: string[]; start: () => Promise<void>; other: pg.PoolClient }) => Promise<void>): Promise<void> {
+interface Parts {
+  readonly schema: string;
+  readonly errand: Errand;
+  readonly worker: Worker;
+  /** The ids the worker ran, in order. */
+  readonly ran: string[];
+  readonly start: () => Promise<void>;
+  /** A connection of the test's own. */
+  readonly other: pg.PoolClient;
+}
+
+/** Runs `body` with a fresh errand, a worker on it (`options` added to its own) and a connection of the test's own. */
+async function withWorker(body: (parts: Parts) => Promise<void>, options: { pollIntervalMs?: number; rescueIntervalMs?: number; poolSize?: number } = {}): Promise<void> {
   const schema = freshSchema();
-  const errand = await Errand.open({ connectionString: url, schema, poolSize: 3 });
+  const errand = await Errand.open({ connectionString: url, schema, poolSize: options.poolSize ?? 3 });
   const ran: string[] = [];
-  const worker = errand.worker({ pollIntervalMs, handlers: { k: async (_: unknown, ctx) => void ran.push(ctx.id) } });
+  const worker = errand.worker({
+    pollIntervalMs: options.pollIntervalMs ?? pollIntervalMs,
+    ...(options.rescueIntervalMs === undefined ? {} : { rescueIntervalMs: options.rescueIntervalMs }),
+    handlers: { k: async (_: unknown, ctx) => void ran.push(ctx.id) },
+  });
   const other = await admin.connect();
   try {
-    await body({ schema, errand, ran, start: () => worker.start(), other });
+    await body({ schema, errand, worker, ran, start: () => worker.start(), other });
   } finally {
     await other.query("ROLLBACK");
     other.release();
@@ -62,5 +78,49 @@ describe("the claim floor, with a transaction beside the worker", () => {
       await eventually(async () => (await statusOf(schema, jobs.map((j) => j.id))).every((s) => s === "done"), 10 * pollIntervalMs, "the skipped jobs");
       expect(ran).toEqual([...jobs.slice(2), ...jobs.slice(0, 2)].map((j) => j.id));
     });
+  });
+
+  it("runs a job the worker rescued below its floor at once: the rescue drops the floor", async () => {
+    // A rescue sets run_at to its statement's now(), above the floor of every claim made
+    // before it; but a claim made while the rescue runs can take a job enqueued after that
+    // now(). Here the rescue waits for a lock (on outcome_counts, which it writes) while the
+    // worker claims a later job: the rescued job lands below the floor, and below the claim's
+    // slack. Only the drop brings it back before the floor expires (a poll interval: 60 s).
+    await withWorker(
+      async ({ schema, errand, worker, ran, start, other }) => {
+        const [lost] = await errand.enqueueMany([{ kind: "k", payload: {} }]);
+        // Claimed by a worker that died: its lease ran out a minute ago.
+        await admin.query(
+          `UPDATE ${schema}.jobs SET status = 'running', attempts = 1, locked_by = 'gone', started_at = now() - interval '2 minutes',
+                  locked_until = now() - interval '1 minute' WHERE id = $1`,
+          [lost!.id],
+        );
+        await start();
+        await other.query("BEGIN");
+        await other.query(`LOCK TABLE ${schema}.outcome_counts IN SHARE MODE`);
+        const rescuing = worker.rescue();
+        const rescueWaiting = async () =>
+          (
+            await admin.query(
+              `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%lapsed AS%' AND query LIKE $1
+                 AND clock_timestamp() - xact_start > $2 * interval '3 milliseconds'`,
+              [`%${schema}%`, claimFloorSlackMs],
+            )
+          ).rows.length > 0;
+        await eventually(rescueWaiting, 10_000, "the rescue to wait for the lock, its now() older than the claim's slack");
+        const [later] = await errand.enqueueMany([{ kind: "k", payload: {} }]);
+        await eventually(() => ran.includes(later!.id), 10_000, "the later job: the floor moves past it");
+        await other.query("COMMIT");
+        expect(await rescuing).toEqual({ ready: 1, dead: 0 });
+        const { rows: [order] } = await admin.query<{ below: boolean }>(
+          `SELECT l.run_at < k.run_at - $3 * interval '1 millisecond' AS below FROM ${schema}.jobs l, ${schema}.jobs k WHERE l.id = $1 AND k.id = $2`,
+          [lost!.id, later!.id, claimFloorSlackMs],
+        );
+        expect(order?.below).toBe(true);
+        await eventually(async () => (await statusOf(schema, [lost!.id]))[0] === "done", 10_000, "the rescued job, long before the floor expires");
+        expect(ran).toEqual([later!.id, lost!.id]);
+      },
+      { pollIntervalMs: 60_000, rescueIntervalMs: 0, poolSize: 6 },
+    );
   });
 });
