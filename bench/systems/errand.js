@@ -1,7 +1,7 @@
 // errand, imported from the build (../../dist, or BENCH_ERRAND_DIST: another checkout's
 // dist/index.js, for A/B runs with bench/ab.js), against the bench PostgreSQL.
 import { pathToFileURL } from "node:url";
-import { dropSchema, pgUrl, withPg } from "../lib/common.js";
+import { dropSchema, pgProbe, pgUrl, withPg } from "../lib/common.js";
 import { knobsFor } from "../lib/peer-settings.js";
 
 /**
@@ -78,6 +78,14 @@ export function create(ns, { connections } = {}) {
     async completed() {
       return withPg(async (c) => Number((await c.query(`SELECT count(*) FROM "${ns}".jobs WHERE status = 'done' AND kind = 'bench'`)).rows[0].count));
     },
+    /**
+     * The bench jobs still waiting or running, one branch per partial index (ready plain or
+     * keyed, running leased or not), so each reads its index alone.
+     */
+    probe: () => pgProbe(`SELECT ${[
+      "status = 'ready' AND concurrency_key IS NULL", "status = 'ready' AND concurrency_key IS NOT NULL",
+      "status = 'running' AND locked_until IS NOT NULL", "status = 'running' AND locked_until IS NULL",
+    ].map((where) => `(SELECT count(*) FROM "${ns}".jobs WHERE ${where} AND kind = 'bench')`).join(" + ")} AS n`),
     async close() {
       await errand?.close();
       errand = undefined;
