@@ -48,12 +48,12 @@ const tailFrom = 0.9;
 
 /**
  * Runs worker children until together they have handled `target` jobs or `capMs` passed,
- * then stops them. `settle`: called once they have handled `target` jobs, while they still
- * run (they may still be recording completions); they are stopped when it resolves.
- * Returns their results, whether the target was reached, when the first child was ready
- * (wall clock) and what `settle` returned.
+ * then stops them. `onTail`: called (not awaited) when the tail begins. `settle`: called
+ * once they have handled `target` jobs, while they still run (they may still be recording
+ * completions); they are stopped when it resolves. Returns their results, whether the
+ * target was reached, when the first child was ready (wall clock) and what `settle` returned.
  */
-export async function runWorkers(tasks, target, capMs, settle) {
+export async function runWorkers(tasks, target, capMs, { onTail, settle } = {}) {
   const handles = tasks.map(spawnChild);
   try {
     await Promise.all(handles.map((h) => h.waitReady()));
@@ -64,6 +64,7 @@ export async function runWorkers(tasks, target, capMs, settle) {
       if (!tail && total() >= tailFrom * target) {
         tail = true;
         for (const h of handles) if (h.child.connected) h.child.send("tail");
+        onTail?.();
       }
       await sleep(tail ? 1 : 5);
     }
