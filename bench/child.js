@@ -1,7 +1,8 @@
 // One measurement in its own process, so each system runs alone and a worker's RSS is
 // its own. Driven by run.js over IPC:
 //   node child.js '{"role":"worker","system":"errand","ns":"…","mode":"best"}'
-//   → {type:"ready"}, then {type:"progress",count} every 25 ms; on "stop" → {type:"result",…}
+//   → {type:"ready"}, then {type:"progress",count} every 25 ms, and after "tail" also as soon
+//   as jobs come in; on "stop" → {type:"result",…}
 //   node child.js '{"role":"enqueue-one"|"enqueue-bulk","system":…,"ns":…,"count":N,"batch":B}'
 //   → {type:"result", count, ms}
 import { wallMs } from "./lib/common.js";
@@ -42,13 +43,31 @@ async function work() {
   let first;
   let last;
   const latencies = [];
+  // In the run's tail (the parent says when) the count goes out once per turn of the event
+  // loop in which jobs came in, not on the next tick: the parent starts watching the store
+  // for the last completions as soon as the count reaches the jobs seeded.
+  let eager = false;
+  let flushing = false;
+  const flush = () => {
+    flushing = false;
+    if (process.connected) process.send({ type: "progress", count });
+  };
   const onJobs = (payloads) => {
     const now = wallMs();
     first ??= now;
     last = now;
     count += payloads.length;
     for (const p of payloads) if (p && typeof p.seq === "number") latencies.push([p.seq, now]);
+    if (eager && !flushing) {
+      flushing = true;
+      setImmediate(flush);
+    }
   };
+  process.on("message", (m) => {
+    if (m !== "tail") return;
+    eager = true;
+    flush();
+  });
   const startedAt = wallMs();
   const worker = await system.startWorker(task.mode, onJobs);
   const cpuAtReady = process.cpuUsage();

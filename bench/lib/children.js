@@ -43,19 +43,35 @@ export function spawnChild(task) {
   return handle;
 }
 
+/** The run's tail: its last tenth of the jobs, when the children report their counts at once. */
+const tailFrom = 0.9;
+
 /**
  * Runs worker children until together they have handled `target` jobs or `capMs` passed,
- * then stops them. Returns their results and whether the target was reached.
+ * then stops them. `onTail`: called (not awaited) when the tail begins. `settle`: called
+ * once they have handled `target` jobs, while they still run (they may still be recording
+ * completions); they are stopped when it resolves. Returns their results, whether the
+ * target was reached, when the first child was ready (wall clock) and what `settle` returned.
  */
-export async function runWorkers(tasks, target, capMs) {
+export async function runWorkers(tasks, target, capMs, { onTail, settle } = {}) {
   const handles = tasks.map(spawnChild);
   try {
     await Promise.all(handles.map((h) => h.waitReady()));
     const deadline = performance.now() + capMs;
     const total = () => handles.reduce((sum, h) => sum + h.count, 0);
-    while (total() < target && performance.now() < deadline) await sleep(5);
+    let tail = false;
+    while (total() < target && performance.now() < deadline) {
+      if (!tail && total() >= tailFrom * target) {
+        tail = true;
+        for (const h of handles) if (h.child.connected) h.child.send("tail");
+        onTail?.();
+      }
+      await sleep(tail ? 1 : 5);
+    }
+    const settled = settle && total() >= target ? await settle() : undefined;
     const results = await Promise.all(handles.map((h) => h.stop()));
-    return { results, reached: results.reduce((s, r) => s + r.count, 0) >= target };
+    const readyAt = Math.min(...handles.map((h) => h.ready.at));
+    return { results, reached: results.reduce((s, r) => s + r.count, 0) >= target, readyAt, settled };
   } catch (error) {
     for (const h of handles) h.child.kill("SIGKILL");
     throw error;

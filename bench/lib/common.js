@@ -38,6 +38,27 @@ export async function withPg(fn) {
   }
 }
 
+/**
+ * The tail probe of a PostgreSQL system (see processJobs): a client connected before the
+ * run, its catalogue caches warmed by planning `sql` once (not by running it: that would
+ * read every waiting job's index entry, and mark dead the entries the history scenarios'
+ * claims must find unmarked), so the tail's first poll waits for neither; `unfinished()` runs `sql` (one row,
+ * column n: the seeded jobs not yet recorded as completed). The planner is kept to indexes
+ * on this session only: the tables' statistics date from the seed, when every job was
+ * waiting, so it would scan the whole table, where at the tail the partial indexes of
+ * waiting and running jobs hold a few rows.
+ */
+export async function pgProbe(sql) {
+  const client = new pg.Client({ connectionString: pgUrl });
+  await client.connect();
+  await client.query("SET enable_seqscan = off; SET enable_bitmapscan = off; SET max_parallel_workers_per_gather = 0");
+  await client.query(`EXPLAIN ${sql}`);
+  return {
+    unfinished: async () => Number((await client.query(sql)).rows[0].n),
+    close: () => client.end(),
+  };
+}
+
 /** Drops a schema if it exists. */
 export function dropSchema(schema) {
   return withPg((c) => c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));

@@ -14,6 +14,7 @@ export function summarise(raw) {
       const ok = runs.filter((r) => !r.error);
       out[scenario][system] = {
         value: median(ok.map((r) => r.value)),
+        handlerRate: median(ok.map((r) => r.handlerRate)), // processing: the rate to the last handler call, without the last completions
         p99: median(ok.map((r) => r.p99)),
         maxRssMB: median(ok.map((r) => r.maxRssMB)),
         callP50: median(ok.map((r) => r.callP50)),

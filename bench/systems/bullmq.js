@@ -43,6 +43,16 @@ export function create(ns) {
       const counts = await open().getJobCounts("completed");
       return counts.completed;
     },
+    /** `seeded` minus the completed set's size (a ZCARD), on a queue connected before the run. */
+    async probe(seeded) {
+      // Connection options, not an instance: the queue owns the connection and closes it.
+      const probing = new Queue("bench", { connection: { ...redis, maxRetriesPerRequest: null }, prefix: ns });
+      await probing.getJobCounts("completed"); // connects and loads the script the tail runs
+      return {
+        unfinished: async () => seeded - (await probing.getJobCounts("completed")).completed,
+        close: () => probing.close(),
+      };
+    },
     async close() {
       await queue?.close();
       queue = undefined;

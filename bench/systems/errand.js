@@ -1,7 +1,7 @@
 // errand, imported from the build (../../dist, or BENCH_ERRAND_DIST: another checkout's
 // dist/index.js, for A/B runs with bench/ab.js), against the bench PostgreSQL.
 import { pathToFileURL } from "node:url";
-import { dropSchema, pgUrl, withPg } from "../lib/common.js";
+import { dropSchema, pgProbe, pgUrl, withPg } from "../lib/common.js";
 import { knobsFor } from "../lib/peer-settings.js";
 
 /**
@@ -77,6 +77,18 @@ export function create(ns, { connections } = {}) {
     },
     async completed() {
       return withPg(async (c) => Number((await c.query(`SELECT count(*) FROM "${ns}".jobs WHERE status = 'done' AND kind = 'bench'`)).rows[0].count));
+    },
+    /**
+     * `seeded` minus the bench jobs completed since the probe opened, from done_counts: the
+     * statement that marks jobs done adds them there, so it counts exactly the completions
+     * committed, in a few rows. Not the jobs table: its partial indexes of waiting and running
+     * jobs keep an entry for every job of the run until vacuum (10 million more in the history
+     * scenarios, which errand's claim skips and a count would walk at every poll).
+     */
+    async probe(seeded) {
+      const done = `SELECT coalesce(sum(done), 0) AS done FROM "${ns}".done_counts WHERE kind = 'bench'`;
+      const before = await withPg(async (c) => Number((await c.query(done)).rows[0].done)); // a reused table's earlier runs
+      return pgProbe(`SELECT ${seeded + before} - done AS n FROM (${done}) AS d`);
     },
     async close() {
       await errand?.close();

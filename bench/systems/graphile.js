@@ -1,6 +1,6 @@
 // graphile-worker 0.18 in its own schema. Task identifier "bench".
 import { makeWorkerUtils, run } from "graphile-worker";
-import { dropSchema, pgUrl, withPg } from "../lib/common.js";
+import { dropSchema, pgProbe, pgUrl, withPg } from "../lib/common.js";
 import { knobsFor, sweptBest } from "../lib/peer-settings.js";
 
 /**
@@ -64,6 +64,8 @@ export function create(ns, { connections } = {}) {
         return Number(rows[0].done);
       });
     },
+    /** The jobs not yet completed: graphile-worker deletes a job when it completes it. */
+    probe: () => pgProbe(`SELECT count(*) AS n FROM "${ns}"._private_jobs`),
     async close() {
       await utils?.release();
       utils = undefined;

@@ -1,6 +1,6 @@
 // pg-boss 12 in its own schema. Jobs go to one queue, "bench".
 import { PgBoss } from "pg-boss";
-import { dropSchema, pgUrl, withPg } from "../lib/common.js";
+import { dropSchema, pgProbe, pgUrl, withPg } from "../lib/common.js";
 import { knobsFor, sweptBest } from "../lib/peer-settings.js";
 
 /**
@@ -58,6 +58,8 @@ export function create(ns, { connections = 10 } = {}) {
     async completed() {
       return withPg(async (c) => Number((await c.query(`SELECT count(*) FROM "${ns}".job WHERE state = 'completed'`)).rows[0].count));
     },
+    /** The jobs not yet completed (job_i14, pg-boss's index of live jobs, holds them). */
+    probe: () => pgProbe(`SELECT count(*) AS n FROM "${ns}".job WHERE name = 'bench' AND state IN ('created', 'retry', 'active')`),
     async close() {
       await boss?.stop({ graceful: false, timeout: 1_000 });
       boss = undefined;

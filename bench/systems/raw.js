@@ -1,7 +1,7 @@
 // The raw-SQL ceiling: the seed article's jobs table, claimed and completed 100 rows per
 // statement by plain `pg` loops (named statements), no library in between.
 import pg from "pg";
-import { dropSchema, pgUrl, withPg } from "../lib/common.js";
+import { dropSchema, pgProbe, pgUrl, withPg } from "../lib/common.js";
 
 /** Loops (connections) and rows per statement per mode. */
 export const settings = {
@@ -68,6 +68,8 @@ export function create(ns) {
     async completed() {
       return withPg(async (c) => Number((await c.query(`SELECT count(*) FROM ${t} WHERE status = 'done'`)).rows[0].count));
     },
+    /** The jobs not yet done (the table's one partial index holds them). */
+    probe: () => pgProbe(`SELECT count(*) AS n FROM ${t} WHERE status IN ('ready', 'running')`),
     async close() {
       await pool?.end();
       pool = undefined;
