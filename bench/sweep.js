@@ -140,7 +140,7 @@ async function sweepPeer(peer) {
     measuredAt: startedAt.toISOString(),
     minutes: Number(((Date.now() - startedAt.getTime()) / 60_000).toFixed(1)),
     machine: `${cpus().length} cores, 1-min load average ${load.map((l) => l.toFixed(1)).join(" → ")}${args.note ? `; ${args.note}` : ""}`,
-    method: `${args.points ? `given points ${args.points} (grid ${JSON.stringify(axes)})` : `coarse grid ${JSON.stringify(axes)}`}, 1 run each; then the top ${args.top} and the best's neighbours, ${args.rounds} interleaved rounds; a winner on a knob's top edge climbs (the knob doubled, ${args.rounds} rounds against it) until it loses; ${jobs} no-op jobs per run, rate from the first handler call to the moment the store showed every job completed; winner: highest median among the refined points`,
+    method: `${args.points ? `given points ${args.points} (grid ${JSON.stringify(axes)})` : `coarse grid ${JSON.stringify(axes)}`}, 1 run each; then the top ${args.top} and the best's neighbours, ${args.rounds} interleaved rounds; a winner on a knob's top edge climbs (the knob doubled, ${args.rounds} rounds against it) until it loses; ${jobs} no-op jobs per run, rate from the worker's ready to the moment the store showed every job completed; winner: highest median among the refined points`,
     best: winner.settings,
     label: describeKnobs(winner.settings),
     table: table(),

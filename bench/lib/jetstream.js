@@ -1,7 +1,7 @@
 // Job throughput on the JetStream transport (errand's JetStreamQueue): `count` no-op jobs
 // enqueued into the outbox and relayed to a work-queue stream of the NATS server at
 // BENCH_NATS_URL (not timed), then run by `workers` worker processes; the rate runs from
-// the first handler call to the moment the stream holds no message (a work-queue stream
+// the first worker's ready to the moment the stream holds no message (a work-queue stream
 // drops a message when its ack arrives), as processJobs's runs end at the last completion.
 import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -40,7 +40,8 @@ export async function jetstreamJobs(ns, { count, capMs, workers }) {
     await relay.stop();
     for (let i = 0; i < workers; i++) children.push(fork(workerScript, [ns], { stdio: ["ignore", "inherit", "inherit", "ipc"] }));
     // The cap counts from the moment every worker is up (starting node processes is not the transport's cost).
-    await Promise.all(children.map((child) => new Promise((resolve) => child.once("message", resolve))));
+    let readyAt; // the first worker's ready, as processJobs's runs start
+    await Promise.all(children.map((child) => new Promise((resolve) => child.once("message", () => resolve((readyAt ??= wallMs()))))));
     const deadline = performance.now() + capMs;
     let emptyAt; // when a poll (every 2 ms in the last tenth) first found the stream empty
     while (performance.now() < deadline) {
@@ -64,7 +65,7 @@ export async function jetstreamJobs(ns, { count, capMs, workers }) {
     const dead = await withPg(async (c) => Number((await c.query(`SELECT count(*) FROM "${ns}".jobs WHERE status = 'dead'`)).rows[0].count));
     if (dead > 0) throw new Error(`jetstream: ${dead} dead jobs`);
     const handlerRate = ((handled - 1) / (last - first)) * 1000; // to the last handler call, as before
-    return { value: ((handled - 1) / (emptyAt - first)) * 1000, handlerRate, completionLagMs: emptyAt - last, handled, workers };
+    return { value: (handled / (emptyAt - readyAt)) * 1000, fromFirstCallRate: ((handled - 1) / (emptyAt - first)) * 1000, firstCallAfterReadyMs: first - readyAt, handlerRate, completionLagMs: emptyAt - last, handled, workers };
   } finally {
     for (const child of children) child.kill("SIGKILL");
     await jsm.streams.delete(settings.stream).catch(() => {});

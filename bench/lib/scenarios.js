@@ -156,18 +156,18 @@ export async function processJobs(system, ns, { count, capMs, mode, workers = 1,
   const handled = results.reduce((s, r) => s + r.count, 0);
   const first = Math.min(...results.map((r) => r.first ?? Infinity));
   const last = Math.max(...results.map((r) => r.last ?? -Infinity));
-  // The window starts at the first handler call, so start-up cost is not counted, and ends
-  // when the store shows every job completed: a system that fetches a large batch records
-  // its last completions after its last handler call, and they are part of the work. When
-  // the cap stopped the run first, it ends at the last handler call, as it did before.
+  // The window starts when the first worker is ready (its start-up done; its first fetch
+  // may be under way) and ends when the store shows every job completed. Both ends count
+  // what a big batch defers: the first fetch, which for a batch near the job count is most
+  // of the work (a window from the first handler call leaves it out), and the completions
+  // written after the last handler call. When the cap stopped the run first, it ends at the
+  // last handler call. The JSON keeps the rate from the first call (fromFirstCallRate) and
+  // to the last call (handlerRate) too.
   const handlerRate = handled > 1 ? ((handled - 1) / (last - first)) * 1000 : handled / (capMs / 1000);
   const end = settled?.at;
-  const value = end == null || handled < 2 ? handlerRate : ((handled - 1) / (end - first)) * 1000;
-  // The start leaves out what comes before the first handler call: start-up, but also the
-  // first fetch, which for a batch near the job count is most of the work. From the
-  // worker's ready (its start-up done) it is counted: the JSON keeps that rate too.
+  const value = end == null || handled < 2 ? handlerRate : (handled / (end - readyAt)) * 1000;
   const tail = end == null ? {} : {
-    fromReadyRate: (handled / (end - readyAt)) * 1000, firstCallAfterReadyMs: first - readyAt,
+    fromFirstCallRate: ((handled - 1) / (end - first)) * 1000, firstCallAfterReadyMs: first - readyAt,
     completionLagMs: end - last, tailPolls: settled.polls, tailLongestPollMs: settled.longestMs,
   };
   const label = `${system} ${mode}`;
