@@ -29,7 +29,8 @@ export interface ClaimStart {
  * ({@link ClaimFloor.drop}): jobs given back by any worker (the release's `returned`
  * notice), rescued by this process, of a kind or queue just resumed. Where it is not — a
  * job enqueued with a run_at in the past or by a transaction that ran longer than the
- * claim's slack, rescued by another process, a row another worker's claim skipped and
+ * claim's slack, rescued by another process (its run_at is the rescue's now(), below the
+ * floor only when a claim passed that time while the rescue was in flight), a row another worker's claim skipped and
  * then rolled back — the job is not lost: the floor lives one poll interval after the last claim from the start, so the
  * first claim after that reads the whole index again. A job below the floor waits at most
  * that long for a worker with a free slot — the bound a missed notification already has —

@@ -212,7 +212,9 @@ export class Worker {
   #rescued({ ready, dead }: RescueResult): void {
     if (ready + dead === 0) return;
     this.#emit({ type: "rescued", ready, dead });
-    // Rescued jobs may be keyed ones, and a rescue sends no keyed notice; they keep their run_at (below the claim floors).
+    // Rescued jobs may be keyed ones, and a rescue sends no keyed notice. Their run_at is the
+    // rescue's now(), which a claim that ran while the rescue was in flight may have passed:
+    // the claim floors drop (returned).
     if (ready) this.#nudge(true, true);
   }
 
