@@ -1,7 +1,8 @@
-import { defaultDeadListLimit } from "./defaults.js";
-import { ErrandError, NotFoundError, ValidationError } from "./errors.js";
+import { cancelJobs } from "./cancel.js";
+import { type DeadLetters, type DeadSelector, deadLetters } from "./dead-letters.js";
 import type { Driver, Queryable } from "./driver/types.js";
-import { type EnqueueOptions, type EnqueueResult, type EnqueueTarget, type JobSpec, enqueueJobs, maxKindLength } from "./enqueue.js";
+import { type EnqueueOptions, type EnqueueResult, type EnqueueTarget, type JobSpec, enqueueJobs } from "./enqueue.js";
+import { ValidationError } from "./errors.js";
 import { type JobRow, toJob } from "./job.js";
 import type { JobMap, JobOf, Kind, UntypedJobs } from "./jobs.js";
 import { migrate } from "./migrations/migrate.js";
@@ -11,7 +12,7 @@ import type { Json } from "./payload.js";
 import { type Queries, queriesFor } from "./sql/jobs.js";
 import { waitChannelFor } from "./sql/statement.js";
 import { type WaitOptions, Waiters } from "./wait.js";
-import { checkId, checkKeys, checkText, integerIn } from "./validate.js";
+import { checkId, checkKeys } from "./validate.js";
 import { Worker, type WorkerOptions } from "./worker/worker.js";
 import type { Handlers } from "./worker/handlers.js";
 import { Limits } from "./limits.js";
@@ -31,22 +32,6 @@ import { Relay, type RelayOptions } from "./outbox/relay.js";
 
 /** @deprecated The same type as {@link Queryable}, under its former name. */
 export type SqlClient = Queryable;
-
-/** Which dead jobs a retry or discard applies to. */
-export type DeadSelector = { readonly ids: readonly (string | number)[] } | { readonly kind: string } | { readonly all: true };
-
-/** Dead letters, `errand.dead`: the jobs a person must look at. */
-export interface DeadLetters<Jobs = UntypedJobs> {
-  /** Dead jobs, oldest id first; filter by kind; page with `afterId`. */
-  list(options?: { readonly kind?: Kind<Jobs>; readonly limit?: number; readonly afterId?: string | number }): Promise<JobOf<Jobs>[]>;
-  /**
-   * Puts dead jobs back to `ready` with attempts reset (their error history kept).
-   * Returns the ids retried. Explicit ids that are not dead jobs raise an error naming them, and nothing changes.
-   */
-  retry(selector: DeadSelector): Promise<string[]>;
-  /** Deletes dead jobs. Returns the ids discarded; same rules as `retry`. */
-  discard(selector: DeadSelector): Promise<string[]>;
-}
 
 /** {@link WorkerOptions} with the handlers typed by the job map: each handler's payload is its kind's. */
 export type TypedWorkerOptions<Jobs = UntypedJobs> = Omit<WorkerOptions, "handlers"> & {
@@ -88,6 +73,8 @@ export class Errand<Jobs extends JobMap<Jobs> = UntypedJobs> {
   readonly schedules: Schedules<Jobs>;
   /** Concurrency and rate limits by concurrency key, shared by every worker (see the README's "Concurrency and rate limits"). */
   readonly limits: Limits;
+  /** Dead letters: the jobs a person must look at. */
+  readonly dead: DeadLetters<Jobs>;
 
   private constructor(driver: Driver, schema: string, settings: ErrandSettings) {
     const { kinds, maxPayloadBytes, schemas } = settings;
@@ -98,8 +85,9 @@ export class Errand<Jobs extends JobMap<Jobs> = UntypedJobs> {
     this.#maxPayloadBytes = maxPayloadBytes;
     this.#queries = queriesFor(schema);
     this.#waiters = new Waiters(driver, waitChannelFor(schema), (id) => this.getJob(id));
-    // Slots are enqueued as untyped specs: their kind and payload were checked when declared.
     this.limits = new Limits(driver, schema);
+    this.dead = deadLetters<Jobs>(driver, schema);
+    // Slots are enqueued as untyped specs: their kind and payload were checked when declared.
     this.schedules = new Schedules<Jobs>(driver, schema, (specs, options) => traceEnqueue(specs, () => enqueueJobs(this.#enqueue, specs, options)), undefined, undefined, schemas);
   }
 
@@ -278,20 +266,8 @@ export class Errand<Jobs extends JobMap<Jobs> = UntypedJobs> {
    * finished one (done, dead, cancelled) an ErrandError `"job_finished"`, and nothing
    * changes. By kind: its ready and running jobs. Returns the ids cancelled.
    */
-  async cancel(selector: { readonly ids: readonly (string | number)[] } | { readonly kind: Kind<Jobs> }): Promise<string[]> {
-    if (typeof selector === "object" && selector !== null && "all" in selector) throw new ValidationError("selector", "must be { ids } or { kind }");
-    const [ids, kind] = deadFilter(selector);
-    const { rows } = await this.driver.run<{ id: string; status: string; cancelled: boolean }>(this.#queries.cancel, [ids, kind]);
-    if (ids) {
-      const found = new Set(rows.map((row) => String(row.id)));
-      const missing = [...new Set(ids)].filter((id) => !found.has(id));
-      if (missing.length > 0) throw new NotFoundError(`no job with id ${missing.join(", ")}; nothing was cancelled`);
-      const finished = rows.filter((row) => !row.cancelled);
-      if (finished.length > 0) {
-        throw new ErrandError("job_finished", `cannot cancel ${finished.map((row) => `job ${row.id} (${row.status})`).join(", ")}: already finished; nothing was cancelled`);
-      }
-    }
-    return rows.map((row) => String(row.id));
+  cancel(selector: { readonly ids: readonly (string | number)[] } | { readonly kind: Kind<Jobs> }): Promise<string[]> {
+    return cancelJobs(this.driver, this.schema, selector);
   }
 
   /**
@@ -319,34 +295,6 @@ export class Errand<Jobs extends JobMap<Jobs> = UntypedJobs> {
   /** The queues and kinds paused now. */
   paused(): Promise<Paused> {
     return readPaused(this.driver, this.schema);
-  }
-
-  /** Dead letters: the jobs a person must look at. */
-  readonly dead: DeadLetters<Jobs> = {
-    list: async (options = {}) => {
-      checkKeys(options, "", ["kind", "limit", "afterId"]);
-      const kind = options.kind === undefined ? null : checkText(options.kind, "kind", { maxLength: maxKindLength });
-      const limit = integerIn(options.limit ?? defaultDeadListLimit, "limit", 1, 10_000);
-      const { rows } = await this.driver.run<JobRow>(this.#queries.listDead, [kind, limit, options.afterId === undefined ? "0" : checkId(options.afterId, "afterId")]);
-      return rows.map(toJob) as JobOf<Jobs>[];
-    },
-    retry: (selector) => this.#actOnDead("retryDead", selector),
-    discard: (selector) => this.#actOnDead("discardDead", selector),
-  };
-
-  async #actOnDead(query: "retryDead" | "discardDead", selector: DeadSelector): Promise<string[]> {
-    const [ids, kind] = deadFilter(selector);
-    return this.driver.transaction(async (tx) => {
-      const { rows } = await tx.query<{ id: string }>(this.#queries[query].text, [ids, kind]);
-      const done = rows.map((row) => String(row.id));
-      if (ids) {
-        const missing = ids.filter((id) => !done.includes(id));
-        if (missing.length > 0) {
-          throw new NotFoundError(`no dead job with id ${missing.join(", ")} (it does not exist or is not dead); nothing was changed`);
-        }
-      }
-      return done;
-    });
   }
 
   /**
@@ -433,17 +381,4 @@ export class Errand<Jobs extends JobMap<Jobs> = UntypedJobs> {
   }
 }
 
-function deadFilter(selector: DeadSelector): [string[] | null, string | null] {
-  if (typeof selector !== "object" || selector === null) throw new ValidationError("selector", "must be { ids }, { kind } or { all: true }");
-  if ("ids" in selector) {
-    if (!Array.isArray(selector.ids) || selector.ids.length === 0) throw new ValidationError("ids", "must be a non-empty array of job ids");
-    return [selector.ids.map((id, i) => checkId(id, `ids[${i}]`)), null];
-  }
-  if ("kind" in selector) {
-    return [null, checkText(selector.kind, "kind", { maxLength: maxKindLength })];
-  }
-  if ("all" in selector && selector.all === true) return [null, null];
-  throw new ValidationError("selector", "must be { ids }, { kind } or { all: true }");
-}
-
-export type { EnqueueOptions, EnqueueResult, ErrandOptions, JobSpec, Json, MessageSpec, PublishOptions, PublishResult };
+export type { DeadLetters, DeadSelector, EnqueueOptions, EnqueueResult, ErrandOptions, JobSpec, Json, MessageSpec, PublishOptions, PublishResult };
