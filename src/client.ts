@@ -1,21 +1,18 @@
-import pg from "pg";
-import { PGlite } from "@electric-sql/pglite";
-import { defaultDataDir, defaultDeadListLimit, defaultMaxPayloadBytes, defaultPoolSize, defaultSchema } from "./defaults.js";
-import { ErrandError, NotFoundError, ValidationError } from "./errors.js";
-import { openEmbedded } from "./driver/embedded.js";
-import { pgDriver } from "./driver/pg.js";
-import { pgliteDriver } from "./driver/pglite.js";
+import { cancelJobs } from "./cancel.js";
+import { type DeadLetters, type DeadSelector, deadLetters } from "./dead-letters.js";
 import type { Driver, Queryable } from "./driver/types.js";
-import { type EnqueueOptions, type EnqueueResult, type EnqueueTarget, type JobSpec, enqueueJobs, maxKindLength } from "./enqueue.js";
+import { type EnqueueOptions, type EnqueueResult, type EnqueueTarget, type JobSpec, enqueueJobs } from "./enqueue.js";
+import { ValidationError } from "./errors.js";
 import { type JobRow, toJob } from "./job.js";
-import type { JobMap, JobOf, JobsDefinition, Kind, StandardSchemaV1, UntypedJobs } from "./jobs.js";
+import type { JobMap, JobOf, Kind, UntypedJobs } from "./jobs.js";
 import { migrate } from "./migrations/migrate.js";
-import { type KindOptions, type ResolvedKind, resolveKinds } from "./options.js";
+import { type ErrandOptions, type ErrandSettings, openDatabase, resolveSettings } from "./open.js";
+import type { ResolvedKind } from "./options.js";
 import type { Json } from "./payload.js";
 import { type Queries, queriesFor } from "./sql/jobs.js";
-import { checkSchemaName, waitChannelFor } from "./sql/statement.js";
+import { waitChannelFor } from "./sql/statement.js";
 import { type WaitOptions, Waiters } from "./wait.js";
-import { checkId, checkKeys, checkText, integerIn } from "./validate.js";
+import { checkId, checkKeys } from "./validate.js";
 import { Worker, type WorkerOptions } from "./worker/worker.js";
 import type { Handlers } from "./worker/handlers.js";
 import { Limits } from "./limits.js";
@@ -35,57 +32,6 @@ import { Relay, type RelayOptions } from "./outbox/relay.js";
 
 /** @deprecated The same type as {@link Queryable}, under its former name. */
 export type SqlClient = Queryable;
-
-/**
- * How to reach the database (with none of these, errand opens the embedded PGlite
- * database), and the jobs: `jobs` from {@link defineJobs} types the errand by them.
- */
-export interface ErrandOptions<Jobs = UntypedJobs> {
-  /** A PostgreSQL URL (`postgres://…`). errand creates and closes its own pool. */
-  readonly connectionString?: string;
-  /** An existing `pg.Pool` or PGlite instance (yours to close). */
-  readonly db?: pg.Pool | PGlite;
-  /** The embedded database's folder. Default `.errand/data`. */
-  readonly dataDir?: string;
-  /** Schema holding errand's tables. Default `errand`. */
-  readonly schema?: string;
-  /**
-   * The job kinds from {@link defineJobs}: their payload types (the errand is typed by
-   * them), settings and schemas. Replaces `kinds`.
-   */
-  readonly jobs?: JobsDefinition<Jobs>;
-  /** Per-kind defaults: attempts, backoff, lease, priority. For an untyped errand; `jobs` carries them for a typed one. */
-  readonly kinds?: Readonly<Record<string, KindOptions>>;
-  /** Largest payload accepted, in bytes of JSON. Default 256 KiB. */
-  readonly maxPayloadBytes?: number;
-  /** Apply pending migrations on open. Default true. */
-  readonly migrate?: boolean;
-  /** Pool size when errand creates the pool. Default 10. */
-  readonly poolSize?: number;
-  /**
-   * Called when one of errand's PostgreSQL connections fails while idle (server restart,
-   * network drop); errand reconnects on its own. Used with `connectionString` or a `pg.Pool`
-   * as `db`; PGlite has no connection to lose. To watch a driver you built yourself, give
-   * `pgDriver` its `onError` instead.
-   */
-  readonly onConnectionError?: (error: Error) => void;
-}
-
-/** Which dead jobs a retry or discard applies to. */
-export type DeadSelector = { readonly ids: readonly (string | number)[] } | { readonly kind: string } | { readonly all: true };
-
-/** Dead letters, `errand.dead`: the jobs a person must look at. */
-export interface DeadLetters<Jobs = UntypedJobs> {
-  /** Dead jobs, oldest id first; filter by kind; page with `afterId`. */
-  list(options?: { readonly kind?: Kind<Jobs>; readonly limit?: number; readonly afterId?: string | number }): Promise<JobOf<Jobs>[]>;
-  /**
-   * Puts dead jobs back to `ready` with attempts reset (their error history kept).
-   * Returns the ids retried. Explicit ids that are not dead jobs raise an error naming them, and nothing changes.
-   */
-  retry(selector: DeadSelector): Promise<string[]>;
-  /** Deletes dead jobs. Returns the ids discarded; same rules as `retry`. */
-  discard(selector: DeadSelector): Promise<string[]>;
-}
 
 /** {@link WorkerOptions} with the handlers typed by the job map: each handler's payload is its kind's. */
 export type TypedWorkerOptions<Jobs = UntypedJobs> = Omit<WorkerOptions, "handlers"> & {
@@ -127,8 +73,10 @@ export class Errand<Jobs extends JobMap<Jobs> = UntypedJobs> {
   readonly schedules: Schedules<Jobs>;
   /** Concurrency and rate limits by concurrency key, shared by every worker (see the README's "Concurrency and rate limits"). */
   readonly limits: Limits;
+  /** Dead letters: the jobs a person must look at. */
+  readonly dead: DeadLetters<Jobs>;
 
-  private constructor(driver: Driver, schema: string, settings: Settings) {
+  private constructor(driver: Driver, schema: string, settings: ErrandSettings) {
     const { kinds, maxPayloadBytes, schemas } = settings;
     this.driver = driver;
     this.schema = schema;
@@ -137,8 +85,9 @@ export class Errand<Jobs extends JobMap<Jobs> = UntypedJobs> {
     this.#maxPayloadBytes = maxPayloadBytes;
     this.#queries = queriesFor(schema);
     this.#waiters = new Waiters(driver, waitChannelFor(schema), (id) => this.getJob(id));
-    // Slots are enqueued as untyped specs: their kind and payload were checked when declared.
     this.limits = new Limits(driver, schema);
+    this.dead = deadLetters<Jobs>(driver, schema);
+    // Slots are enqueued as untyped specs: their kind and payload were checked when declared.
     this.schedules = new Schedules<Jobs>(driver, schema, (specs, options) => traceEnqueue(specs, () => enqueueJobs(this.#enqueue, specs, options)), undefined, undefined, schemas);
   }
 
@@ -148,19 +97,8 @@ export class Errand<Jobs extends JobMap<Jobs> = UntypedJobs> {
    * `Errand.open<Jobs>()`.
    */
   static async open<Jobs extends JobMap<Jobs> = UntypedJobs>(options: ErrandOptions<Jobs> = {}): Promise<Errand<Jobs>> {
-    checkKeys(options, "", ["connectionString", "db", "dataDir", "schema", "jobs", "kinds", "maxPayloadBytes", "migrate", "poolSize", "onConnectionError"]);
-    const { schema, ...rest } = settings(options);
-    const driver = await connect(options);
-    const errand = new Errand<Jobs>(driver, schema, rest);
-    if (options.migrate !== false) {
-      try {
-        await errand.migrate();
-      } catch (error) {
-        await driver.close();
-        throw error;
-      }
-    }
-    return errand;
+    const { driver, schema, settings } = await openDatabase(options);
+    return new Errand<Jobs>(driver, schema, settings);
   }
 
   /** Wraps an existing driver (adapters, tests). Does not migrate. */
@@ -169,7 +107,7 @@ export class Errand<Jobs extends JobMap<Jobs> = UntypedJobs> {
     options: Omit<ErrandOptions<Jobs>, "connectionString" | "db" | "dataDir" | "migrate" | "poolSize" | "onConnectionError"> = {},
   ): Errand<Jobs> {
     checkKeys(options, "", ["schema", "jobs", "kinds", "maxPayloadBytes"]);
-    const { schema, ...rest } = settings(options);
+    const { schema, ...rest } = resolveSettings(options);
     return new Errand<Jobs>(driver, schema, rest);
   }
 
@@ -328,20 +266,8 @@ export class Errand<Jobs extends JobMap<Jobs> = UntypedJobs> {
    * finished one (done, dead, cancelled) an ErrandError `"job_finished"`, and nothing
    * changes. By kind: its ready and running jobs. Returns the ids cancelled.
    */
-  async cancel(selector: { readonly ids: readonly (string | number)[] } | { readonly kind: Kind<Jobs> }): Promise<string[]> {
-    if (typeof selector === "object" && selector !== null && "all" in selector) throw new ValidationError("selector", "must be { ids } or { kind }");
-    const [ids, kind] = deadFilter(selector);
-    const { rows } = await this.driver.run<{ id: string; status: string; cancelled: boolean }>(this.#queries.cancel, [ids, kind]);
-    if (ids) {
-      const found = new Set(rows.map((row) => String(row.id)));
-      const missing = [...new Set(ids)].filter((id) => !found.has(id));
-      if (missing.length > 0) throw new NotFoundError(`no job with id ${missing.join(", ")}; nothing was cancelled`);
-      const finished = rows.filter((row) => !row.cancelled);
-      if (finished.length > 0) {
-        throw new ErrandError("job_finished", `cannot cancel ${finished.map((row) => `job ${row.id} (${row.status})`).join(", ")}: already finished; nothing was cancelled`);
-      }
-    }
-    return rows.map((row) => String(row.id));
+  cancel(selector: { readonly ids: readonly (string | number)[] } | { readonly kind: Kind<Jobs> }): Promise<string[]> {
+    return cancelJobs(this.driver, this.schema, selector);
   }
 
   /**
@@ -369,34 +295,6 @@ export class Errand<Jobs extends JobMap<Jobs> = UntypedJobs> {
   /** The queues and kinds paused now. */
   paused(): Promise<Paused> {
     return readPaused(this.driver, this.schema);
-  }
-
-  /** Dead letters: the jobs a person must look at. */
-  readonly dead: DeadLetters<Jobs> = {
-    list: async (options = {}) => {
-      checkKeys(options, "", ["kind", "limit", "afterId"]);
-      const kind = options.kind === undefined ? null : checkText(options.kind, "kind", { maxLength: maxKindLength });
-      const limit = integerIn(options.limit ?? defaultDeadListLimit, "limit", 1, 10_000);
-      const { rows } = await this.driver.run<JobRow>(this.#queries.listDead, [kind, limit, options.afterId === undefined ? "0" : checkId(options.afterId, "afterId")]);
-      return rows.map(toJob) as JobOf<Jobs>[];
-    },
-    retry: (selector) => this.#actOnDead("retryDead", selector),
-    discard: (selector) => this.#actOnDead("discardDead", selector),
-  };
-
-  async #actOnDead(query: "retryDead" | "discardDead", selector: DeadSelector): Promise<string[]> {
-    const [ids, kind] = deadFilter(selector);
-    return this.driver.transaction(async (tx) => {
-      const { rows } = await tx.query<{ id: string }>(this.#queries[query].text, [ids, kind]);
-      const done = rows.map((row) => String(row.id));
-      if (ids) {
-        const missing = ids.filter((id) => !done.includes(id));
-        if (missing.length > 0) {
-          throw new NotFoundError(`no dead job with id ${missing.join(", ")} (it does not exist or is not dead); nothing was changed`);
-        }
-      }
-      return done;
-    });
   }
 
   /**
@@ -483,61 +381,4 @@ export class Errand<Jobs extends JobMap<Jobs> = UntypedJobs> {
   }
 }
 
-async function connect(options: ErrandOptions): Promise<Driver> {
-  const given = [options.connectionString, options.db, options.dataDir].filter((x) => x !== undefined).length;
-  if (given > 1) throw new ValidationError("connectionString", "give one of connectionString, db or dataDir");
-  if (options.connectionString !== undefined) {
-    if (!/^postgres(ql)?:\/\//.test(options.connectionString)) throw new ValidationError("connectionString", "must be a postgres:// URL");
-    const pool = new pg.Pool({ connectionString: options.connectionString, max: options.poolSize ?? defaultPoolSize });
-    try {
-      await pool.query("SELECT 1");
-    } catch (error) {
-      await pool.end();
-      throw new ErrandError("connect_failed", `cannot connect to ${redact(options.connectionString)}: ${(error as Error).message}`, { cause: error });
-    }
-    return pgDriver(pool, true, { onError: options.onConnectionError });
-  }
-  if (options.db instanceof pg.Pool) return pgDriver(options.db, false, { onError: options.onConnectionError });
-  if (options.db instanceof PGlite) return pgliteDriver(options.db, false);
-  if (options.db !== undefined) throw new ValidationError("db", "must be a pg.Pool or a PGlite instance");
-  return openEmbedded(options.dataDir ?? defaultDataDir);
-}
-
-function redact(url: string): string {
-  return url.replace(/\/\/([^:@/]+):[^@/]*@/, "//$1:***@");
-}
-
-/** What an Errand is made with besides its driver and schema. */
-interface Settings {
-  readonly kinds: ReadonlyMap<string, ResolvedKind>;
-  readonly maxPayloadBytes: number;
-  readonly schemas: ReadonlyMap<string, StandardSchemaV1>;
-}
-
-/** The options every Errand has, whichever way it was made, validated (the error names the field). */
-function settings<Jobs>(options: Pick<ErrandOptions<Jobs>, "schema" | "jobs" | "kinds" | "maxPayloadBytes" | "poolSize">): Settings & { readonly schema: string } {
-  const maxPayloadBytes = options.maxPayloadBytes ?? defaultMaxPayloadBytes;
-  if (!Number.isInteger(maxPayloadBytes) || maxPayloadBytes <= 0) throw new ValidationError("maxPayloadBytes", "must be a positive integer");
-  if (options.poolSize !== undefined) integerIn(options.poolSize, "poolSize", 1, 10_000);
-  const schema = checkSchemaName(options.schema ?? defaultSchema);
-  if (options.jobs === undefined) return { schema, kinds: resolveKinds(options.kinds), maxPayloadBytes, schemas: new Map() };
-  if (options.kinds !== undefined) throw new ValidationError("kinds", "give jobs or kinds, not both: jobs carries each kind's settings");
-  const { kinds, schemas } = options.jobs as Partial<JobsDefinition<Jobs>>;
-  if (typeof kinds !== "object" || kinds === null || !(schemas instanceof Map)) throw new ValidationError("jobs", "must be what defineJobs() returns");
-  return { schema, kinds: resolveKinds(kinds, "jobs"), maxPayloadBytes, schemas };
-}
-
-function deadFilter(selector: DeadSelector): [string[] | null, string | null] {
-  if (typeof selector !== "object" || selector === null) throw new ValidationError("selector", "must be { ids }, { kind } or { all: true }");
-  if ("ids" in selector) {
-    if (!Array.isArray(selector.ids) || selector.ids.length === 0) throw new ValidationError("ids", "must be a non-empty array of job ids");
-    return [selector.ids.map((id, i) => checkId(id, `ids[${i}]`)), null];
-  }
-  if ("kind" in selector) {
-    return [null, checkText(selector.kind, "kind", { maxLength: maxKindLength })];
-  }
-  if ("all" in selector && selector.all === true) return [null, null];
-  throw new ValidationError("selector", "must be { ids }, { kind } or { all: true }");
-}
-
-export type { EnqueueOptions, EnqueueResult, JobSpec, Json, MessageSpec, PublishOptions, PublishResult };
+export type { DeadLetters, DeadSelector, EnqueueOptions, EnqueueResult, ErrandOptions, JobSpec, Json, MessageSpec, PublishOptions, PublishResult };
