@@ -1,0 +1,106 @@
+#!/usr/bin/env node
+// What a job's completion costs PostgreSQL in each table shape (issue 14: "a cheaper shape,
+// not a faster loop"). Every shape starts from errand's own jobs table (the migrations'
+// schema, its indexes and triggers) filled with `--jobs` ready jobs, and runs the same
+// claim — errand's, FOR UPDATE SKIP LOCKED over the ready index, `--batch` at a time —
+// on one connection; only the completion differs:
+//
+//   update     errand's: UPDATE to done, the row stays (every index gets a new entry)
+//   update100  the same on full pages (fillfactor 100, as before migration 018)
+//   move       DELETE … RETURNING from jobs, INSERT into a history table with a primary key
+//   movebrin   the same, the history table with only a BRIN index on finished_at
+//   delete     DELETE, nothing kept (graphile-worker's shape)
+//
+// Reported per job: the backend's CPU (from /proc, claim and completion together) and the
+// rate. Rounds are interleaved. PostgreSQL must run on this machine (its /proc).
+//
+//   node bench/shapes.js [--jobs 50000] [--batch 1000] [--rounds 3] [--shapes update,move]
+import { readFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+import pg from "pg";
+import { errandClass } from "./systems/errand.js";
+import { dropSchema, median, pgUrl } from "./lib/common.js";
+
+const { values: args } = parseArgs({
+  options: {
+    jobs: { type: "string", default: "50000" },
+    batch: { type: "string", default: "1000" },
+    rounds: { type: "string", default: "3" },
+    shapes: { type: "string", default: "update,update100,move,movebrin,delete" },
+  },
+});
+const jobs = Number(args.jobs);
+const batch = Number(args.batch);
+
+/** CPU seconds of one process, from /proc/<pid>/stat (utime + stime, in clock ticks of 10 ms). */
+function cpuSeconds(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** The history table's columns, in the jobs table's order, as a moved row is written (done now). */
+const historyRow = `id, kind, payload, 'done', priority, attempts, max_attempts, run_at, NULL, NULL, last_error, errors, retry,
+  dedupe_key, created_at, started_at, now(), timeout_ms, checkpoint, result, progress, queue, dedupe_mode, dedupe_until,
+  batch_id, concurrency_key`;
+
+function completion(shape, s) {
+  const held = "j.id = ANY($1::bigint[]) AND j.status = 'running' AND j.locked_by = 'w'";
+  if (shape.startsWith("update")) return `UPDATE ${s}.jobs j SET status = 'done', locked_until = NULL, locked_by = NULL, finished_at = now() WHERE ${held}`;
+  if (shape === "delete") return `DELETE FROM ${s}.jobs j WHERE ${held}`;
+  return `WITH moved AS (DELETE FROM ${s}.jobs j WHERE ${held} RETURNING j.*) INSERT INTO ${s}.history SELECT ${historyRow} FROM moved`;
+}
+
+async function run(shape, round) {
+  const s = `bench_shape_${shape}_${round}`;
+  await dropSchema(s);
+  await (await (await errandClass()).open({ connectionString: pgUrl, schema: s, migrate: true })).close();
+  const c = new pg.Client(pgUrl);
+  await c.connect();
+  try {
+    if (shape === "update100") await c.query(`ALTER TABLE ${s}.jobs SET (fillfactor = 100)`);
+    if (shape.startsWith("move")) await c.query(`CREATE TABLE ${s}.history (LIKE ${s}.jobs INCLUDING DEFAULTS)`);
+    if (shape === "move") await c.query(`ALTER TABLE ${s}.history ADD PRIMARY KEY (id)`);
+    if (shape === "movebrin") await c.query(`CREATE INDEX ON ${s}.history USING brin (finished_at)`);
+    await c.query(`INSERT INTO ${s}.jobs (kind, payload) SELECT 'x', jsonb_build_object('i', g) FROM generate_series(1, $1) g`, [jobs]);
+    await c.query(`VACUUM ANALYZE ${s}.jobs`);
+    const claim = `WITH next AS (SELECT ctid FROM ${s}.jobs WHERE status = 'ready' AND queue = 'default' AND concurrency_key IS NULL AND run_at <= now()
+        ORDER BY priority DESC, run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED)
+      UPDATE ${s}.jobs j SET status = 'running', attempts = j.attempts + 1, locked_by = 'w', locked_until = now() + interval '5 minutes', started_at = now()
+      WHERE j.ctid = ANY(ARRAY(SELECT ctid FROM next)) RETURNING j.id, j.kind, j.payload`;
+    const complete = completion(shape, s);
+    const pid = (await c.query("SELECT pg_backend_pid() AS pid")).rows[0].pid;
+    const cpuBefore = cpuSeconds(pid);
+    const start = performance.now();
+    let done = 0;
+    for (;;) {
+      const { rows } = await c.query({ name: "claim", text: claim, values: [batch] });
+      if (rows.length === 0) break;
+      await c.query({ name: "complete", text: complete, values: [rows.map((row) => String(row.id))] });
+      done += rows.length;
+    }
+    const ms = performance.now() - start;
+    if (done !== jobs) throw new Error(`${shape}: ${done} of ${jobs} jobs completed`);
+    return { rate: (done / ms) * 1000, cpuUs: ((cpuSeconds(pid) - cpuBefore) / done) * 1e6 };
+  } finally {
+    await c.end();
+    await dropSchema(s);
+  }
+}
+
+const shapes = args.shapes.split(",");
+const results = new Map(shapes.map((shape) => [shape, []]));
+for (let round = 0; round < Number(args.rounds); round++) {
+  for (const shape of shapes) {
+    const result = await run(shape, round);
+    results.get(shape).push(result);
+    console.error(`  ${shape} round ${round}: ${result.rate.toFixed(0)} jobs/s, backend ${result.cpuUs.toFixed(1)} µs/job`);
+  }
+}
+const base = median(results.get(shapes[0]).map((r) => r.cpuUs));
+console.log(`| Completion shape | jobs/s (median) | backend CPU per job, claim + completion (median) | × ${shapes[0]} |`);
+console.log("| --- | --- | --- | --- |");
+for (const [shape, runs] of results) {
+  const cpu = median(runs.map((r) => r.cpuUs));
+  console.log(`| ${shape} | ${median(runs.map((r) => r.rate)).toFixed(0)} | ${cpu.toFixed(1)} µs | ${(cpu / base).toFixed(2)} |`);
+}
