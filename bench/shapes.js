@@ -6,7 +6,7 @@
 // on one connection; only the completion differs:
 //
 //   update     errand's: UPDATE to done, the row stays (every index gets a new entry)
-//   update100  the same on full pages (fillfactor 100, as before migration 018)
+//   update50   the same on half-filled pages (fillfactor 50: the updates stay on the row's page)
 //   move       DELETE … RETURNING from jobs, INSERT into a history table with a primary key
 //   movebrin   the same, the history table with only a BRIN index on finished_at
 //   delete     DELETE, nothing kept (graphile-worker's shape)
@@ -26,7 +26,7 @@ const { values: args } = parseArgs({
     jobs: { type: "string", default: "50000" },
     batch: { type: "string", default: "1000" },
     rounds: { type: "string", default: "3" },
-    shapes: { type: "string", default: "update,update100,move,movebrin,delete" },
+    shapes: { type: "string", default: "update,update50,move,movebrin,delete" },
   },
 });
 const jobs = Number(args.jobs);
@@ -58,7 +58,7 @@ async function run(shape, round) {
   const c = new pg.Client(pgUrl);
   await c.connect();
   try {
-    if (shape === "update100") await c.query(`ALTER TABLE ${s}.jobs SET (fillfactor = 100)`);
+    if (shape === "update50") await c.query(`ALTER TABLE ${s}.jobs SET (fillfactor = 50)`);
     if (shape.startsWith("move")) await c.query(`CREATE TABLE ${s}.history (LIKE ${s}.jobs INCLUDING DEFAULTS)`);
     if (shape === "move") await c.query(`ALTER TABLE ${s}.history ADD PRIMARY KEY (id)`);
     if (shape === "movebrin") await c.query(`CREATE INDEX ON ${s}.history USING brin (finished_at)`);
