@@ -3,8 +3,7 @@ import type { Driver } from "../driver/types.js";
 import { ErrandError } from "../errors.js";
 import type { RetryPolicy } from "../retry-policy.js";
 import type { Queries } from "../sql/jobs.js";
-import { type ClaimRow, decodeClaimRow } from "./claim.js";
-import { ClaimFloor } from "./claim-floor.js";
+import { Claimer } from "./claim.js";
 import type { Completer } from "./completer.js";
 import type { ClaimedJob } from "./executor.js";
 import type { Handlers } from "./handlers.js";
@@ -66,12 +65,7 @@ export interface ProducerParts {
  * Every job the worker claimed is here until its outcome is queued or it is given back.
  */
 export class Producer {
-  readonly #driver: Driver;
-  readonly #queries: Queries;
-  readonly #workerId: string;
-  readonly #queue: string;
   readonly #gate: QueueGate;
-  readonly #policyFor: (kind: string) => RetryPolicy;
   readonly #settings: WorkerSettings;
   readonly #concurrency: number;
   readonly #prefetch: Prefetch;
@@ -81,13 +75,9 @@ export class Producer {
   readonly #emit: (event: WorkerEvent) => void;
   readonly #keyed: KeyedClaim;
   readonly #wake = new Wake();
+  readonly #claimer: Claimer;
   readonly #buffer: Buffered[] = [];
-  /** Buffered jobs the claim only reserved: their start is recorded when their handler starts. */
-  readonly #reserved = new Set<ClaimedJob>();
-  /** Claimed jobs whose row could not be decoded: they fail with this error instead of running. */
-  readonly #undecodable = new Map<ClaimedJob, Error>();
   readonly #running: RunningJobs;
-  readonly #floor: ClaimFloor;
   #claiming = false;
   #loop: Promise<void> | undefined;
   #queueMayHaveJobs = true;
@@ -97,12 +87,7 @@ export class Producer {
   readonly #rest: Rest;
 
   constructor(parts: ProducerParts) {
-    this.#driver = parts.driver;
-    this.#queries = parts.queries;
-    this.#workerId = parts.workerId;
-    this.#policyFor = parts.policyFor;
     this.#settings = parts.settings;
-    this.#queue = parts.queue;
     this.#gate = parts.gate;
     this.#concurrency = parts.concurrency;
     this.#prefetch = new Prefetch(parts.concurrency, parts.settings.prefetch, parts.clock);
@@ -111,7 +96,7 @@ export class Producer {
     this.#clock = parts.clock;
     this.#emit = parts.emit;
     this.#keyed = parts.keyed;
-    this.#floor = new ClaimFloor(parts.clock, parts.settings.pollIntervalMs);
+    this.#claimer = new Claimer(parts);
     this.#rest = new Rest(parts.driver, parts.schema, parts.queue, parts.clock, parts.settings.pollIntervalMs);
     parts.completer.onWritten((items) => {
       // A key has room, or a retry or snooze this worker wrote is due before the next look.
@@ -150,7 +135,7 @@ export class Producer {
    * claim floor (see claim-floor.ts), so the next claim starts from the start.
    */
   nudge(keyed = false, returned = false): void {
-    if (returned) this.#floor.drop();
+    if (returned) this.#claimer.dropFloor();
     this.#nudges++;
     this.#queueMayHaveJobs = true;
     this.#keyed.wake(keyed);
@@ -159,9 +144,9 @@ export class Producer {
 
   /** Claims one batch (up to `concurrency` jobs, all started) and runs it; returns how many ran. */
   async runOnce(): Promise<number> {
-    const keyed = await this.#claimKeyed(this.#concurrency);
+    const keyed = await this.#claimer.claimKeyed(this.#concurrency);
     const rest = this.#gate.limited ? 0 : this.#concurrency - keyed.length;
-    const jobs = rest > 0 ? keyed.concat(await this.#claim(rest, rest)) : keyed;
+    const jobs = rest > 0 ? keyed.concat(await this.#claimer.claim(rest, rest)) : keyed;
     await Promise.all(jobs.map((job) => this.#run(job)));
     return jobs.length;
   }
@@ -245,7 +230,7 @@ export class Producer {
   /** The pauses changed: gives back what is paused now, and looks for jobs (a resume may have freed some). */
   pausesChanged(): void {
     // A resumed kind's jobs wait below the floor.
-    this.#floor.drop();
+    this.#claimer.dropFloor();
     this.releasePaused();
     this.nudge(true);
   }
@@ -293,12 +278,12 @@ export class Producer {
           let startNow = Math.max(0, Math.min(free, this.#concurrency - this.#running.size - this.#buffer.length));
           const nudges = this.#nudges;
           // Keyed jobs (concurrency keys) first, for free slots only: see keyed-claim.ts.
-          const keyed = keyedDue ? await this.#claimKeyed(startNow) : [];
+          const keyed = keyedDue ? await this.#claimer.claimKeyed(startNow) : [];
           startNow -= keyed.length;
           // While keyed jobs may be waiting, claim no plain jobs ahead: a full buffer would keep them from the slots.
           // A queue with a limit claims all its jobs through the keyed path (claim_limited).
           const plainLimit = this.#gate.limited ? 0 : this.#keyed.due() ? startNow : free - keyed.length;
-          const plain = this.#queueMayHaveJobs && plainLimit > 0 ? await this.#claim(plainLimit, startNow) : [];
+          const plain = this.#queueMayHaveJobs && plainLimit > 0 ? await this.#claimer.claim(plainLimit, startNow) : [];
           const jobs = keyed.length === 0 ? plain : keyed.concat(plain);
           this.#claimFailures = 0;
           claimedSinceWait += jobs.length;
@@ -370,48 +355,6 @@ export class Producer {
     }
   }
 
-  /** Claims up to `limit` jobs, of which the first `startNow` are charged their attempt at once. */
-  async #claim(limit: number, startNow: number): Promise<ClaimedJob[]> {
-    const sentAt = this.#clock.now();
-    const { leasesByKind, leaseMs } = this.#settings;
-    const kinds = this.#gate.claimable;
-    if (kinds.length === 0) return [];
-    const params: unknown[] = [limit, this.#workerId, leasesByKind, leaseMs, startNow, this.#queue, kinds];
-    const from = this.#floor.start();
-    if (from.key) params.push(from.key.priority, from.key.runAtUs, String(from.key.id));
-    const { rows } = await this.#driver.run<ClaimRow>(from.key ? this.#queries.claimFrom : this.#queries.claim, params);
-    this.#floor.claimed(rows, from, sentAt);
-    const started: ClaimedJob[] = [];
-    const reserved: ClaimedJob[] = [];
-    for (const row of rows) {
-      // A row that cannot be decoded fails alone (see #run); the rest of the batch runs.
-      const { job, error } = decodeClaimRow(row, this.#policyFor);
-      if (error) this.#undecodable.set(job, error);
-      if (row.started) started.push(job);
-      else {
-        this.#reserved.add(job);
-        reserved.push(job);
-      }
-    }
-    // Started jobs first: they are the ones with a slot waiting (see #claimLoop).
-    const jobs = started.length === 0 ? reserved : started.concat(reserved);
-    this.#local.claimed(jobs, sentAt);
-    return jobs;
-  }
-
-  /** Claims up to `slots` keyed jobs (every job, in a queue with a limit), all started now (see keyed-claim.ts). */
-  async #claimKeyed(slots: number): Promise<ClaimedJob[]> {
-    const sentAt = this.#clock.now();
-    const { leasesByKind, leaseMs } = this.#settings;
-    const claimed = await this.#keyed.claim(slots, this.#workerId, leasesByKind, leaseMs, this.#policyFor, this.#queue, this.#gate.claimable, this.#gate.limited);
-    const jobs = claimed.map(({ job, error }) => {
-      if (error) this.#undecodable.set(job, error);
-      return job;
-    });
-    this.#local.claimed(jobs, sentAt);
-    return jobs;
-  }
-
   #dispatch(): void {
     while (this.#running.size < this.#concurrency && this.#buffer.length > 0 && this.#claiming) {
       void this.#run(this.#buffer.shift()!.job);
@@ -420,9 +363,7 @@ export class Producer {
 
   /** Runs one claimed job and queues its outcome. Never rejects. */
   #run(job: ClaimedJob): Promise<void> {
-    const undecodable = this.#undecodable.get(job);
-    this.#undecodable.delete(job);
-    return this.#running.run(job, undecodable, this.#reserved.delete(job));
+    return this.#running.run(job, this.#claimer.takeError(job), this.#claimer.takeReserved(job));
   }
 
   /** A handler slot is free. */
@@ -436,8 +377,6 @@ export class Producer {
 
   /** Drops a job taken out of the buffer from the worker's bookkeeping. */
   #forgetBuffered(job: ClaimedJob): void {
-    this.#local.forget(job);
-    this.#reserved.delete(job);
-    this.#undecodable.delete(job);
+    this.#claimer.forget(job);
   }
 }
