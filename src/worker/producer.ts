@@ -1,8 +1,9 @@
 import type { Clock } from "../clock.js";
 import type { Driver } from "../driver/types.js";
-import { ErrandError } from "../errors.js";
+import type { ErrandError } from "../errors.js";
 import type { RetryPolicy } from "../retry-policy.js";
 import type { Queries } from "../sql/jobs.js";
+import { JobBuffer } from "./buffer.js";
 import { Claimer } from "./claim.js";
 import type { Completer } from "./completer.js";
 import type { ClaimedJob } from "./executor.js";
@@ -16,20 +17,6 @@ import { Rest } from "./rest.js";
 import { RunningJobs } from "./running.js";
 import type { WorkerEvent, WorkerSettings } from "./worker-options.js";
 import { Wake } from "./wake.js";
-
-/**
- * Longest a job waits in an adaptive buffer before it is given back (unspent: it is only
- * reserved) for a worker with a free slot: jobs claimed ahead must not wait behind slow
- * ones. Fast jobs wait a fraction of this; a fixed `prefetch` keeps its jobs until a slot frees.
- */
-export const maxBufferWaitMs = 1_000;
-
-/** A claimed job waiting in the buffer for a free handler slot. */
-interface Buffered {
-  readonly job: ClaimedJob;
-  /** When it was claimed (process clock). */
-  readonly since: number;
-}
 
 /** What a {@link Producer} works with; the worker makes the shared parts. */
 export interface ProducerParts {
@@ -59,24 +46,26 @@ export interface ProducerParts {
 }
 
 /**
- * Claims one queue's jobs and runs them (a worker has one producer per queue it serves): the claim loop (woken by a notification, a free slot or the
- * poll), the prefetch (fixed, or adapted to recent throughput), the buffer of jobs claimed
- * ahead, dispatch to free handler slots, and each job's run up to its queued outcome.
- * Every job the worker claimed is here until its outcome is queued or it is given back.
+ * Claims one queue's jobs and runs them (a worker has one producer per queue it serves):
+ * the claim loop, which decides when to claim and how many (woken by a notification, a
+ * free slot or the poll; at rest it asks when the next job is due, see {@link Rest}), and
+ * dispatch to free handler slots. It composes the claim statements ({@link Claimer}), the
+ * prefetch (fixed, or adapted to recent throughput), the buffer of jobs claimed ahead
+ * ({@link JobBuffer}) and the running handlers ({@link RunningJobs}): every job the worker
+ * claimed is held here until its outcome is queued or it is given back.
  */
 export class Producer {
   readonly #gate: QueueGate;
   readonly #settings: WorkerSettings;
   readonly #concurrency: number;
   readonly #prefetch: Prefetch;
-  readonly #completer: Completer;
   readonly #local: LocalLeases;
   readonly #clock: Clock;
   readonly #emit: (event: WorkerEvent) => void;
   readonly #keyed: KeyedClaim;
   readonly #wake = new Wake();
   readonly #claimer: Claimer;
-  readonly #buffer: Buffered[] = [];
+  readonly #buffer: JobBuffer;
   readonly #running: RunningJobs;
   #claiming = false;
   #loop: Promise<void> | undefined;
@@ -91,12 +80,12 @@ export class Producer {
     this.#gate = parts.gate;
     this.#concurrency = parts.concurrency;
     this.#prefetch = new Prefetch(parts.concurrency, parts.settings.prefetch, parts.clock);
-    this.#completer = parts.completer;
     this.#local = parts.leases;
     this.#clock = parts.clock;
     this.#emit = parts.emit;
     this.#keyed = parts.keyed;
     this.#claimer = new Claimer(parts);
+    this.#buffer = new JobBuffer(this.#claimer, parts.completer, parts.gate, parts.clock);
     this.#rest = new Rest(parts.driver, parts.schema, parts.queue, parts.clock, parts.settings.pollIntervalMs);
     parts.completer.onWritten((items) => {
       // A key has room, or a retry or snooze this worker wrote is due before the next look.
@@ -153,7 +142,7 @@ export class Producer {
 
   /** Every job claimed and not yet finished: running, then buffered. */
   held(): ClaimedJob[] {
-    return [...this.#running.jobs(), ...this.#buffer.map((b) => b.job)];
+    return [...this.#running.jobs(), ...this.#buffer.jobs()];
   }
 
   /**
@@ -166,12 +155,7 @@ export class Producer {
     const dropped: string[] = [];
     for (const job of jobs) {
       if (this.#running.abort(job, reason, lost)) dropped.push(job.id);
-      const buffered = this.#buffer.findIndex((b) => b.job === job);
-      if (buffered >= 0) {
-        this.#buffer.splice(buffered, 1);
-        this.#forgetBuffered(job);
-        dropped.push(job.id);
-      }
+      if (this.#buffer.remove(job)) dropped.push(job.id);
     }
     return dropped;
   }
@@ -185,12 +169,7 @@ export class Producer {
     const cancelled: string[] = [];
     for (const job of jobs) {
       if (this.#running.cancel(job)) cancelled.push(job.id);
-      const buffered = this.#buffer.findIndex((b) => b.job === job);
-      if (buffered >= 0) {
-        this.#buffer.splice(buffered, 1);
-        this.#forgetBuffered(job);
-        cancelled.push(job.id);
-      }
+      if (this.#buffer.remove(job)) cancelled.push(job.id);
     }
     return cancelled;
   }
@@ -200,16 +179,9 @@ export class Producer {
     this.#running.sweep();
   }
 
-  /** Gives back buffered jobs that waited longer than {@link maxBufferWaitMs} (adaptive prefetch). */
+  /** Gives back buffered jobs that waited longer than maxBufferWaitMs (adaptive prefetch; see {@link JobBuffer}). */
   releaseStale(): void {
-    const before = this.#clock.now() - maxBufferWaitMs;
-    if (this.#buffer.length === 0 || this.#buffer[0]!.since > before) return;
-    const stale = this.#buffer.filter((b) => b.since <= before);
-    this.#buffer.splice(0, this.#buffer.length, ...this.#buffer.filter((b) => b.since > before));
-    for (const { job } of stale) {
-      this.#forgetBuffered(job);
-      this.#completer.add(job, { type: "released" });
-    }
+    this.#buffer.releaseStale();
   }
 
   /**
@@ -217,14 +189,7 @@ export class Producer {
    * never started): they wait, ready, for the resume. Handlers already running finish.
    */
   releasePaused(): void {
-    if (this.#gate.open || this.#buffer.length === 0) return;
-    const paused = this.#buffer.filter((b) => this.#gate.paused(b.job.kind));
-    if (paused.length === 0) return;
-    this.#buffer.splice(0, this.#buffer.length, ...this.#buffer.filter((b) => !this.#gate.paused(b.job.kind)));
-    for (const { job } of paused) {
-      this.#forgetBuffered(job);
-      this.#completer.add(job, { type: "released" });
-    }
+    this.#buffer.releasePaused();
   }
 
   /** The pauses changed: gives back what is paused now, and looks for jobs (a resume may have freed some). */
@@ -237,12 +202,7 @@ export class Producer {
 
   /** Gives back every buffered job (claimed, never started) at shutdown; returns how many. */
   releaseBuffered(): number {
-    const unstarted = this.#buffer.splice(0).map((b) => b.job);
-    for (const job of unstarted) {
-      this.#forgetBuffered(job);
-      this.#completer.add(job, { type: "released" });
-    }
-    return unstarted.length;
+    return this.#buffer.releaseAll();
   }
 
   /** Waits until no handler runs or the clock reaches `deadline`. */
@@ -287,8 +247,7 @@ export class Producer {
           const jobs = keyed.length === 0 ? plain : keyed.concat(plain);
           this.#claimFailures = 0;
           claimedSinceWait += jobs.length;
-          const since = this.#clock.now();
-          for (const job of jobs) this.#buffer.push({ job, since });
+          this.#buffer.push(jobs, this.#clock.now());
           if (!this.#claiming) break; // released by the worker's stop()
           // A pause that arrived while this claim was out: its jobs go back unstarted.
           if (!this.#gate.open) this.releasePaused();
@@ -357,7 +316,7 @@ export class Producer {
 
   #dispatch(): void {
     while (this.#running.size < this.#concurrency && this.#buffer.length > 0 && this.#claiming) {
-      void this.#run(this.#buffer.shift()!.job);
+      void this.#run(this.#buffer.shift()!);
     }
   }
 
@@ -373,10 +332,5 @@ export class Producer {
     this.#dispatch();
     // Claiming: a slot is free, claim more. Shutting down: settle() waits for exactly this.
     this.#wake.wake();
-  }
-
-  /** Drops a job taken out of the buffer from the worker's bookkeeping. */
-  #forgetBuffered(job: ClaimedJob): void {
-    this.#claimer.forget(job);
   }
 }
