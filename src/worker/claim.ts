@@ -1,7 +1,15 @@
+import type { Clock } from "../clock.js";
+import type { Driver } from "../driver/types.js";
 import { ErrandError } from "../errors.js";
 import { type RetryPolicy, decodeRetryPolicy } from "../retry-policy.js";
 import type { Json } from "../payload.js";
+import type { Queries } from "../sql/jobs.js";
+import { ClaimFloor } from "./claim-floor.js";
 import { type ClaimedJob, describeError } from "./executor.js";
+import type { KeyedClaim } from "./keyed-claim.js";
+import type { LocalLeases } from "./leases.js";
+import type { QueueGate } from "./pauses.js";
+import type { WorkerSettings } from "./worker-options.js";
 
 /** A row of the claim statement (see `claim` in src/sql/jobs.ts). */
 export interface ClaimRow {
@@ -61,4 +69,128 @@ export function decodeClaimRow(row: ClaimRow, policyFor: (kind: string) => Retry
     lastCheckpoint: row.checkpoint === null ? undefined : (JSON.parse(row.checkpoint) as Json),
   };
   return { job, error };
+}
+
+/** What a {@link Claimer} works with: the parts of its producer that claims use. */
+export interface ClaimParts {
+  readonly driver: Driver;
+  readonly queries: Queries;
+  readonly workerId: string;
+  /** The queue claimed from. */
+  readonly queue: string;
+  /** Which kinds it may claim now (see pauses.ts). */
+  readonly gate: QueueGate;
+  /** The retry policy of a kind (its own, else the default): completes a job's partial one. */
+  readonly policyFor: (kind: string) => RetryPolicy;
+  readonly settings: Pick<WorkerSettings, "leasesByKind" | "leaseMs" | "pollIntervalMs">;
+  /** Where each claimed job's lease is recorded. */
+  readonly leases: LocalLeases;
+  readonly clock: Clock;
+  /** Claims of jobs with a concurrency key (their limits and round-robin: keyed-claim.ts). */
+  readonly keyed: KeyedClaim;
+}
+
+/**
+ * One producer's claim statements: the plain claim (from the claim floor, see
+ * claim-floor.ts) and the keyed claim (see keyed-claim.ts). It records each claimed job's
+ * lease, and until the job's handler starts or the job is given back, what the handler
+ * start needs to know: whether the claim only reserved the job (its attempt is spent at
+ * the start) and, for a row that could not be decoded, the error it fails with instead of running.
+ */
+export class Claimer {
+  readonly #driver: Driver;
+  readonly #queries: Queries;
+  readonly #workerId: string;
+  readonly #queue: string;
+  readonly #gate: QueueGate;
+  readonly #policyFor: (kind: string) => RetryPolicy;
+  readonly #settings: Pick<WorkerSettings, "leasesByKind" | "leaseMs">;
+  readonly #local: LocalLeases;
+  readonly #clock: Clock;
+  readonly #keyed: KeyedClaim;
+  readonly #floor: ClaimFloor;
+  /** Claimed jobs the claim only reserved: their start is recorded when their handler starts. */
+  readonly #reserved = new Set<ClaimedJob>();
+  /** Claimed jobs whose row could not be decoded: they fail with this error instead of running. */
+  readonly #undecodable = new Map<ClaimedJob, Error>();
+
+  constructor(parts: ClaimParts) {
+    this.#driver = parts.driver;
+    this.#queries = parts.queries;
+    this.#workerId = parts.workerId;
+    this.#queue = parts.queue;
+    this.#gate = parts.gate;
+    this.#policyFor = parts.policyFor;
+    this.#settings = parts.settings;
+    this.#local = parts.leases;
+    this.#clock = parts.clock;
+    this.#keyed = parts.keyed;
+    this.#floor = new ClaimFloor(parts.clock, parts.settings.pollIntervalMs);
+  }
+
+  /** Jobs are ready below the claim floor: the next plain claim starts from the start (see {@link ClaimFloor.drop}). */
+  dropFloor(): void {
+    this.#floor.drop();
+  }
+
+  /** Claims up to `limit` jobs, of which the first `startNow` are charged their attempt at once. */
+  async claim(limit: number, startNow: number): Promise<ClaimedJob[]> {
+    const sentAt = this.#clock.now();
+    const { leasesByKind, leaseMs } = this.#settings;
+    const kinds = this.#gate.claimable;
+    if (kinds.length === 0) return [];
+    const params: unknown[] = [limit, this.#workerId, leasesByKind, leaseMs, startNow, this.#queue, kinds];
+    const from = this.#floor.start();
+    if (from.key) params.push(from.key.priority, from.key.runAtUs, String(from.key.id));
+    const { rows } = await this.#driver.run<ClaimRow>(from.key ? this.#queries.claimFrom : this.#queries.claim, params);
+    this.#floor.claimed(rows, from, sentAt);
+    const started: ClaimedJob[] = [];
+    const reserved: ClaimedJob[] = [];
+    for (const row of rows) {
+      // A row that cannot be decoded fails alone (see takeError); the rest of the batch runs.
+      const { job, error } = decodeClaimRow(row, this.#policyFor);
+      if (error) this.#undecodable.set(job, error);
+      if (row.started) started.push(job);
+      else {
+        this.#reserved.add(job);
+        reserved.push(job);
+      }
+    }
+    // Started jobs first: they are the ones with a slot waiting (see the producer's claim loop).
+    const jobs = started.length === 0 ? reserved : started.concat(reserved);
+    this.#local.claimed(jobs, sentAt);
+    return jobs;
+  }
+
+  /** Claims up to `slots` keyed jobs (every job, in a queue with a limit), all started now (see keyed-claim.ts). */
+  async claimKeyed(slots: number): Promise<ClaimedJob[]> {
+    const sentAt = this.#clock.now();
+    const { leasesByKind, leaseMs } = this.#settings;
+    const claimed = await this.#keyed.claim(slots, this.#workerId, leasesByKind, leaseMs, this.#policyFor, this.#queue, this.#gate.claimable, this.#gate.limited);
+    const jobs = claimed.map(({ job, error }) => {
+      if (error) this.#undecodable.set(job, error);
+      return job;
+    });
+    this.#local.claimed(jobs, sentAt);
+    return jobs;
+  }
+
+  /** As a claimed job's handler starts: the error it fails with instead of running, if its row could not be decoded. */
+  takeError(job: ClaimedJob): Error | undefined {
+    const undecodable = this.#undecodable.get(job);
+    this.#undecodable.delete(job);
+    return undecodable;
+  }
+
+  /** As a claimed job's handler starts: whether the claim only reserved it (its start is still to be recorded). */
+  takeReserved(job: ClaimedJob): boolean {
+    return this.#reserved.delete(job);
+  }
+
+  /** Drops a claimed job that will not start here (given back, or no longer this worker's): its lease and its marks. */
+  forget(job: ClaimedJob): void {
+    this.#local.forget(job);
+    this.#reserved.delete(job);
+    this.#undecodable.delete(job);
+  }
 }

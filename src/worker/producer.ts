@@ -1,10 +1,10 @@
 import type { Clock } from "../clock.js";
 import type { Driver } from "../driver/types.js";
-import { ErrandError } from "../errors.js";
+import type { ErrandError } from "../errors.js";
 import type { RetryPolicy } from "../retry-policy.js";
 import type { Queries } from "../sql/jobs.js";
-import { type ClaimRow, decodeClaimRow } from "./claim.js";
-import { ClaimFloor } from "./claim-floor.js";
+import { JobBuffer } from "./buffer.js";
+import { Claimer } from "./claim.js";
 import type { Completer } from "./completer.js";
 import type { ClaimedJob } from "./executor.js";
 import type { Handlers } from "./handlers.js";
@@ -17,20 +17,6 @@ import { Rest } from "./rest.js";
 import { RunningJobs } from "./running.js";
 import type { WorkerEvent, WorkerSettings } from "./worker-options.js";
 import { Wake } from "./wake.js";
-
-/**
- * Longest a job waits in an adaptive buffer before it is given back (unspent: it is only
- * reserved) for a worker with a free slot: jobs claimed ahead must not wait behind slow
- * ones. Fast jobs wait a fraction of this; a fixed `prefetch` keeps its jobs until a slot frees.
- */
-export const maxBufferWaitMs = 1_000;
-
-/** A claimed job waiting in the buffer for a free handler slot. */
-interface Buffered {
-  readonly job: ClaimedJob;
-  /** When it was claimed (process clock). */
-  readonly since: number;
-}
 
 /** What a {@link Producer} works with; the worker makes the shared parts. */
 export interface ProducerParts {
@@ -60,34 +46,27 @@ export interface ProducerParts {
 }
 
 /**
- * Claims one queue's jobs and runs them (a worker has one producer per queue it serves): the claim loop (woken by a notification, a free slot or the
- * poll), the prefetch (fixed, or adapted to recent throughput), the buffer of jobs claimed
- * ahead, dispatch to free handler slots, and each job's run up to its queued outcome.
- * Every job the worker claimed is here until its outcome is queued or it is given back.
+ * Claims one queue's jobs and runs them (a worker has one producer per queue it serves):
+ * the claim loop, which decides when to claim and how many (woken by a notification, a
+ * free slot or the poll; at rest it asks when the next job is due, see {@link Rest}), and
+ * dispatch to free handler slots. It composes the claim statements ({@link Claimer}), the
+ * prefetch (fixed, or adapted to recent throughput), the buffer of jobs claimed ahead
+ * ({@link JobBuffer}) and the running handlers ({@link RunningJobs}): every job the worker
+ * claimed is held here until its outcome is queued or it is given back.
  */
 export class Producer {
-  readonly #driver: Driver;
-  readonly #queries: Queries;
-  readonly #workerId: string;
-  readonly #queue: string;
   readonly #gate: QueueGate;
-  readonly #policyFor: (kind: string) => RetryPolicy;
   readonly #settings: WorkerSettings;
   readonly #concurrency: number;
   readonly #prefetch: Prefetch;
-  readonly #completer: Completer;
   readonly #local: LocalLeases;
   readonly #clock: Clock;
   readonly #emit: (event: WorkerEvent) => void;
   readonly #keyed: KeyedClaim;
   readonly #wake = new Wake();
-  readonly #buffer: Buffered[] = [];
-  /** Buffered jobs the claim only reserved: their start is recorded when their handler starts. */
-  readonly #reserved = new Set<ClaimedJob>();
-  /** Claimed jobs whose row could not be decoded: they fail with this error instead of running. */
-  readonly #undecodable = new Map<ClaimedJob, Error>();
+  readonly #claimer: Claimer;
+  readonly #buffer: JobBuffer;
   readonly #running: RunningJobs;
-  readonly #floor: ClaimFloor;
   #claiming = false;
   #loop: Promise<void> | undefined;
   #queueMayHaveJobs = true;
@@ -97,21 +76,16 @@ export class Producer {
   readonly #rest: Rest;
 
   constructor(parts: ProducerParts) {
-    this.#driver = parts.driver;
-    this.#queries = parts.queries;
-    this.#workerId = parts.workerId;
-    this.#policyFor = parts.policyFor;
     this.#settings = parts.settings;
-    this.#queue = parts.queue;
     this.#gate = parts.gate;
     this.#concurrency = parts.concurrency;
     this.#prefetch = new Prefetch(parts.concurrency, parts.settings.prefetch, parts.clock);
-    this.#completer = parts.completer;
     this.#local = parts.leases;
     this.#clock = parts.clock;
     this.#emit = parts.emit;
     this.#keyed = parts.keyed;
-    this.#floor = new ClaimFloor(parts.clock, parts.settings.pollIntervalMs);
+    this.#claimer = new Claimer(parts);
+    this.#buffer = new JobBuffer(this.#claimer, parts.completer, parts.gate, parts.clock);
     this.#rest = new Rest(parts.driver, parts.schema, parts.queue, parts.clock, parts.settings.pollIntervalMs);
     parts.completer.onWritten((items) => {
       // A key has room, or a retry or snooze this worker wrote is due before the next look.
@@ -150,7 +124,7 @@ export class Producer {
    * claim floor (see claim-floor.ts), so the next claim starts from the start.
    */
   nudge(keyed = false, returned = false): void {
-    if (returned) this.#floor.drop();
+    if (returned) this.#claimer.dropFloor();
     this.#nudges++;
     this.#queueMayHaveJobs = true;
     this.#keyed.wake(keyed);
@@ -159,16 +133,16 @@ export class Producer {
 
   /** Claims one batch (up to `concurrency` jobs, all started) and runs it; returns how many ran. */
   async runOnce(): Promise<number> {
-    const keyed = await this.#claimKeyed(this.#concurrency);
+    const keyed = await this.#claimer.claimKeyed(this.#concurrency);
     const rest = this.#gate.limited ? 0 : this.#concurrency - keyed.length;
-    const jobs = rest > 0 ? keyed.concat(await this.#claim(rest, rest)) : keyed;
+    const jobs = rest > 0 ? keyed.concat(await this.#claimer.claim(rest, rest)) : keyed;
     await Promise.all(jobs.map((job) => this.#run(job)));
     return jobs.length;
   }
 
   /** Every job claimed and not yet finished: running, then buffered. */
   held(): ClaimedJob[] {
-    return [...this.#running.jobs(), ...this.#buffer.map((b) => b.job)];
+    return [...this.#running.jobs(), ...this.#buffer.jobs()];
   }
 
   /**
@@ -181,12 +155,7 @@ export class Producer {
     const dropped: string[] = [];
     for (const job of jobs) {
       if (this.#running.abort(job, reason, lost)) dropped.push(job.id);
-      const buffered = this.#buffer.findIndex((b) => b.job === job);
-      if (buffered >= 0) {
-        this.#buffer.splice(buffered, 1);
-        this.#forgetBuffered(job);
-        dropped.push(job.id);
-      }
+      if (this.#buffer.remove(job)) dropped.push(job.id);
     }
     return dropped;
   }
@@ -200,12 +169,7 @@ export class Producer {
     const cancelled: string[] = [];
     for (const job of jobs) {
       if (this.#running.cancel(job)) cancelled.push(job.id);
-      const buffered = this.#buffer.findIndex((b) => b.job === job);
-      if (buffered >= 0) {
-        this.#buffer.splice(buffered, 1);
-        this.#forgetBuffered(job);
-        cancelled.push(job.id);
-      }
+      if (this.#buffer.remove(job)) cancelled.push(job.id);
     }
     return cancelled;
   }
@@ -215,16 +179,9 @@ export class Producer {
     this.#running.sweep();
   }
 
-  /** Gives back buffered jobs that waited longer than {@link maxBufferWaitMs} (adaptive prefetch). */
+  /** Gives back buffered jobs that waited longer than maxBufferWaitMs (adaptive prefetch; see {@link JobBuffer}). */
   releaseStale(): void {
-    const before = this.#clock.now() - maxBufferWaitMs;
-    if (this.#buffer.length === 0 || this.#buffer[0]!.since > before) return;
-    const stale = this.#buffer.filter((b) => b.since <= before);
-    this.#buffer.splice(0, this.#buffer.length, ...this.#buffer.filter((b) => b.since > before));
-    for (const { job } of stale) {
-      this.#forgetBuffered(job);
-      this.#completer.add(job, { type: "released" });
-    }
+    this.#buffer.releaseStale();
   }
 
   /**
@@ -232,32 +189,20 @@ export class Producer {
    * never started): they wait, ready, for the resume. Handlers already running finish.
    */
   releasePaused(): void {
-    if (this.#gate.open || this.#buffer.length === 0) return;
-    const paused = this.#buffer.filter((b) => this.#gate.paused(b.job.kind));
-    if (paused.length === 0) return;
-    this.#buffer.splice(0, this.#buffer.length, ...this.#buffer.filter((b) => !this.#gate.paused(b.job.kind)));
-    for (const { job } of paused) {
-      this.#forgetBuffered(job);
-      this.#completer.add(job, { type: "released" });
-    }
+    this.#buffer.releasePaused();
   }
 
   /** The pauses changed: gives back what is paused now, and looks for jobs (a resume may have freed some). */
   pausesChanged(): void {
     // A resumed kind's jobs wait below the floor.
-    this.#floor.drop();
+    this.#claimer.dropFloor();
     this.releasePaused();
     this.nudge(true);
   }
 
   /** Gives back every buffered job (claimed, never started) at shutdown; returns how many. */
   releaseBuffered(): number {
-    const unstarted = this.#buffer.splice(0).map((b) => b.job);
-    for (const job of unstarted) {
-      this.#forgetBuffered(job);
-      this.#completer.add(job, { type: "released" });
-    }
-    return unstarted.length;
+    return this.#buffer.releaseAll();
   }
 
   /** Waits until no handler runs or the clock reaches `deadline`. */
@@ -293,17 +238,16 @@ export class Producer {
           let startNow = Math.max(0, Math.min(free, this.#concurrency - this.#running.size - this.#buffer.length));
           const nudges = this.#nudges;
           // Keyed jobs (concurrency keys) first, for free slots only: see keyed-claim.ts.
-          const keyed = keyedDue ? await this.#claimKeyed(startNow) : [];
+          const keyed = keyedDue ? await this.#claimer.claimKeyed(startNow) : [];
           startNow -= keyed.length;
           // While keyed jobs may be waiting, claim no plain jobs ahead: a full buffer would keep them from the slots.
           // A queue with a limit claims all its jobs through the keyed path (claim_limited).
           const plainLimit = this.#gate.limited ? 0 : this.#keyed.due() ? startNow : free - keyed.length;
-          const plain = this.#queueMayHaveJobs && plainLimit > 0 ? await this.#claim(plainLimit, startNow) : [];
+          const plain = this.#queueMayHaveJobs && plainLimit > 0 ? await this.#claimer.claim(plainLimit, startNow) : [];
           const jobs = keyed.length === 0 ? plain : keyed.concat(plain);
           this.#claimFailures = 0;
           claimedSinceWait += jobs.length;
-          const since = this.#clock.now();
-          for (const job of jobs) this.#buffer.push({ job, since });
+          this.#buffer.push(jobs, this.#clock.now());
           if (!this.#claiming) break; // released by the worker's stop()
           // A pause that arrived while this claim was out: its jobs go back unstarted.
           if (!this.#gate.open) this.releasePaused();
@@ -370,59 +314,15 @@ export class Producer {
     }
   }
 
-  /** Claims up to `limit` jobs, of which the first `startNow` are charged their attempt at once. */
-  async #claim(limit: number, startNow: number): Promise<ClaimedJob[]> {
-    const sentAt = this.#clock.now();
-    const { leasesByKind, leaseMs } = this.#settings;
-    const kinds = this.#gate.claimable;
-    if (kinds.length === 0) return [];
-    const params: unknown[] = [limit, this.#workerId, leasesByKind, leaseMs, startNow, this.#queue, kinds];
-    const from = this.#floor.start();
-    if (from.key) params.push(from.key.priority, from.key.runAtUs, String(from.key.id));
-    const { rows } = await this.#driver.run<ClaimRow>(from.key ? this.#queries.claimFrom : this.#queries.claim, params);
-    this.#floor.claimed(rows, from, sentAt);
-    const started: ClaimedJob[] = [];
-    const reserved: ClaimedJob[] = [];
-    for (const row of rows) {
-      // A row that cannot be decoded fails alone (see #run); the rest of the batch runs.
-      const { job, error } = decodeClaimRow(row, this.#policyFor);
-      if (error) this.#undecodable.set(job, error);
-      if (row.started) started.push(job);
-      else {
-        this.#reserved.add(job);
-        reserved.push(job);
-      }
-    }
-    // Started jobs first: they are the ones with a slot waiting (see #claimLoop).
-    const jobs = started.length === 0 ? reserved : started.concat(reserved);
-    this.#local.claimed(jobs, sentAt);
-    return jobs;
-  }
-
-  /** Claims up to `slots` keyed jobs (every job, in a queue with a limit), all started now (see keyed-claim.ts). */
-  async #claimKeyed(slots: number): Promise<ClaimedJob[]> {
-    const sentAt = this.#clock.now();
-    const { leasesByKind, leaseMs } = this.#settings;
-    const claimed = await this.#keyed.claim(slots, this.#workerId, leasesByKind, leaseMs, this.#policyFor, this.#queue, this.#gate.claimable, this.#gate.limited);
-    const jobs = claimed.map(({ job, error }) => {
-      if (error) this.#undecodable.set(job, error);
-      return job;
-    });
-    this.#local.claimed(jobs, sentAt);
-    return jobs;
-  }
-
   #dispatch(): void {
     while (this.#running.size < this.#concurrency && this.#buffer.length > 0 && this.#claiming) {
-      void this.#run(this.#buffer.shift()!.job);
+      void this.#run(this.#buffer.shift()!);
     }
   }
 
   /** Runs one claimed job and queues its outcome. Never rejects. */
   #run(job: ClaimedJob): Promise<void> {
-    const undecodable = this.#undecodable.get(job);
-    this.#undecodable.delete(job);
-    return this.#running.run(job, undecodable, this.#reserved.delete(job));
+    return this.#running.run(job, this.#claimer.takeError(job), this.#claimer.takeReserved(job));
   }
 
   /** A handler slot is free. */
@@ -432,12 +332,5 @@ export class Producer {
     this.#dispatch();
     // Claiming: a slot is free, claim more. Shutting down: settle() waits for exactly this.
     this.#wake.wake();
-  }
-
-  /** Drops a job taken out of the buffer from the worker's bookkeeping. */
-  #forgetBuffered(job: ClaimedJob): void {
-    this.#local.forget(job);
-    this.#reserved.delete(job);
-    this.#undecodable.delete(job);
   }
 }

@@ -12,12 +12,13 @@ import { keyedNotice } from "../sql/limits.js";
 import { cancelNotice, channelFor, returnedNotice } from "../sql/statement.js";
 import { Completer } from "./completer.js";
 import { Heartbeat } from "./heartbeat.js";
+import { maxBufferWaitMs } from "./buffer.js";
 import { LocalLeases } from "./leases.js";
 import { WorkerPauses } from "./pauses.js";
 import { ProgressWriter } from "./progress.js";
 import { KeyedClaim } from "./keyed-claim.js";
 import { WorkerPresence } from "./presence.js";
-import { Producer, maxBufferWaitMs } from "./producer.js";
+import { Producer } from "./producer.js";
 import { type WorkerEvent, type WorkerOptions, type WorkerSettings, resolveWorkerOptions } from "./worker-options.js";
 
 export type { WorkerEvent, WorkerOptions } from "./worker-options.js";
