@@ -15,11 +15,11 @@
 // rate. Rounds are interleaved. PostgreSQL must run on this machine (its /proc).
 //
 //   node bench/shapes.js [--jobs 50000] [--batch 1000] [--rounds 3] [--shapes update,move]
-import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import pg from "pg";
 import { errandClass } from "./systems/errand.js";
 import { dropSchema, median, pgUrl } from "./lib/common.js";
+import { postgresCpu } from "./lib/pg-cpu.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -32,11 +32,11 @@ const { values: args } = parseArgs({
 const jobs = Number(args.jobs);
 const batch = Number(args.batch);
 
-/** CPU seconds of one process, from /proc/<pid>/stat (utime + stime, in clock ticks of 10 ms). */
+/** CPU seconds one backend has spent (see pg-cpu.js). */
 function cpuSeconds(pid) {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(fields[11]) + Number(fields[12])) / 100;
+  const seconds = postgresCpu().get(pid);
+  if (seconds === undefined) throw new Error(`backend ${pid} is not among this machine's postgres processes`);
+  return seconds;
 }
 
 /** The history table's columns, in the jobs table's order, as a moved row is written (done now). */
