@@ -194,10 +194,9 @@ export class Producer {
 
   /** The pauses changed: gives back what is paused now, and looks for jobs (a resume may have freed some). */
   pausesChanged(): void {
-    // A resumed kind's jobs wait below the floor.
-    this.#claimer.dropFloor();
     this.releasePaused();
-    this.nudge(true);
+    // A resumed kind's jobs wait below the claim floor (returned).
+    this.nudge(true, true);
   }
 
   /** Gives back every buffered job (claimed, never started) at shutdown; returns how many. */
