@@ -12,12 +12,13 @@ export interface PgDriverOptions {
  * statements. LISTEN uses one extra dedicated connection built from the pool's settings,
  * reconnecting with backoff if it drops. While the pool holds no connection at all (its
  * idle ones closed after `idleTimeoutMillis`, 10 s by default), a statement runs on a
- * listening connection that has none in flight, and a background one (see
- * {@link Statement.background}) also behind up to {@link listenerQueue} others: an idle
- * worker then holds that one connection only, its timers' statements that fall together do
- * not open another, and the first claim after a quiet spell does not wait for a new one.
- * Two statements at once that are not background (work arrived) open the pool, which then
- * serves every statement until it is idle again.
+ * listening connection behind at most {@link workQueue} - 1 other, and a background one (see
+ * {@link Statement.background}) behind up to {@link listenerQueue} - 1: an idle worker then
+ * holds that one connection only, its timers' statements that fall together do not open
+ * another, the first claim after a quiet spell does not wait for a new one, and neither do
+ * the one job it brings (its completion may overlap the claim that looks for more). More
+ * statements at once than that (work arrived) open the pool, which then serves every
+ * statement until it is idle again.
  *
  * @param ownsPool - close the pool in {@link Driver.close} (true when errand created it).
  */
@@ -30,7 +31,7 @@ export function pgDriver(pool: pg.Pool, ownsPool = false, options: PgDriverOptio
   return {
     async run<Row>(statement: Statement, params: readonly unknown[]): Promise<QueryResult<Row>> {
       const query = { name: statement.name, text: statement.text, values: params as unknown[] };
-      const spare = pool.totalCount === 0 ? spareListener(listeners, statement.background ? listenerQueue : 1) : undefined;
+      const spare = pool.totalCount === 0 ? spareListener(listeners, statement.background ? listenerQueue : workQueue) : undefined;
       const result = spare ? await spare.query(query) : await pool.query(query);
       return { rows: result.rows as Row[] };
     },
@@ -100,6 +101,13 @@ function wrapClient(client: pg.ClientBase | pg.Pool): Queryable {
  * empty): a notification that arrives behind them waits for these few short ones only.
  */
 const listenerQueue = 4;
+
+/**
+ * Most statements that are not background on a listening connection at once (while the
+ * pool is empty): a job's completion and the claim after it, which overlap when the claim
+ * takes longer than the completer's flush delay.
+ */
+const workQueue = 2;
 
 /** A listening connection (while connected) that also runs statements while it has few in flight. */
 interface Listening {
