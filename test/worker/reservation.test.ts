@@ -100,6 +100,29 @@ describe("jobs claimed ahead", () => {
     expect(dead!.errors.map((e) => e.started ?? true)).toEqual([...Array.from({ length: maxUnstartedRefunds }, () => false), true]);
   });
 
+  it("are the last of a claim's batch in claim order (priority, then run_at, then id): the first ones start", async () => {
+    const earlier = new Date(Date.now() - 60_000).toISOString();
+    const jobs = await t.errand.enqueueMany([
+      { kind: "slow", payload: {} },
+      { kind: "slow", payload: {}, priority: 3 },
+      { kind: "slow", payload: {} },
+      { kind: "slow", payload: {}, priority: 3 },
+      { kind: "slow", payload: {}, priority: 1 },
+      { kind: "slow", payload: {}, runAt: earlier },
+    ]);
+    const worker = t.errand.worker({
+      concurrency: 4,
+      prefetch: 2,
+      handlers: { slow: (_: unknown, ctx) => new Promise<void>((resolve) => ctx.signal.addEventListener("abort", () => resolve())) },
+    });
+    await worker.start();
+    await eventually(async () => (await rows()).every((r) => r.status === "running"), 10_000, "four running, two buffered");
+    const started = (await rows()).filter((r) => r.started).map((r) => r.id);
+    // Priority 3 (2nd, 4th), priority 1 (5th), then the earliest run_at of priority 0 (6th).
+    expect(started.sort()).toEqual([1, 3, 4, 5].map((i) => jobs[i]!.id).sort());
+    await worker.stop({ timeout: 0 });
+  });
+
   it("given back at shutdown keep their attempts; started ones are refunded", async () => {
     await t.errand.enqueueMany(Array.from({ length: 6 }, () => ({ kind: "slow", payload: {} })));
     const worker = t.errand.worker({
