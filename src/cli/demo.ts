@@ -85,7 +85,7 @@ async function runDemo(flags: DatabaseFlags): Promise<void> {
   await worker.stop();
 
   const { rows } = await errand.driver.run<{ id: string; kind: string; status: string; attempts: number; last_error: string | null }>(
-    { name: "demo_summary", text: `SELECT id::text, kind, status, attempts, last_error FROM ${schema}.jobs ORDER BY id` },
+    { name: "demo_summary", text: `SELECT id::text, kind, status, attempts, last_error FROM ${schema}.all_jobs ORDER BY id` },
     [],
   );
   console.log("\nSummary");

@@ -67,7 +67,7 @@ export async function purgeJobs(driver: Driver, schema: string, options: PurgeOp
       if (rows.length < batchSize) return deleted;
     }
   };
-  const done = await drain(q.pruneDone, olderThanMs);
+  const done = (await drain(q.pruneMoved, olderThanMs)) + (await drain(q.pruneDone, olderThanMs));
   const cancelled = await drain(q.pruneCancelled, olderThanMs);
   const dead = deadOlderThanMs === null ? 0 : await drain(q.pruneDead, deadOlderThanMs);
   // After the jobs: a batch goes once its last job has.

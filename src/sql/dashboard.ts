@@ -25,6 +25,8 @@ const listColumns = `j.id, j.kind, j.status, j.attempts, j.max_attempts, j.run_a
 
 function build(s: string): DashboardQueries {
   const jobs = `${s}.jobs`;
+  /** Every job, done_jobs's too (migration 018): lists and lookups by id read this; dead letters are in jobs. */
+  const all = `${s}.all_jobs`;
   const filters = `($1::text IS NULL OR j.kind = $1) AND ($2::text IS NULL OR j.status = $2)`;
   return {
     /*
@@ -35,7 +37,7 @@ function build(s: string): DashboardQueries {
      *       locked_by, dedupe_key, error (first line of last_error)
      */
     listJobsOlder: statement(`
-      SELECT ${listColumns} FROM ${jobs} j
+      SELECT ${listColumns} FROM ${all} j
       WHERE ${filters} AND j.id < $3::bigint
       ORDER BY j.id DESC LIMIT $4`),
 
@@ -44,7 +46,7 @@ function build(s: string): DashboardQueries {
      * reverses them). Same parameters and rows as listJobsOlder.
      */
     listJobsNewer: statement(`
-      SELECT ${listColumns} FROM ${jobs} j
+      SELECT ${listColumns} FROM ${all} j
       WHERE ${filters} AND j.id > $3::bigint
       ORDER BY j.id ASC LIMIT $4`),
 
@@ -53,7 +55,7 @@ function build(s: string): DashboardQueries {
      * $1 id (bigint or null), $2 dedupe key (text); rows: as listJobsOlder
      */
     findJobs: statement(`
-      SELECT ${listColumns} FROM ${jobs} j WHERE j.id = $1::bigint
+      SELECT ${listColumns} FROM ${all} j WHERE j.id = $1::bigint
       UNION
       SELECT ${listColumns} FROM ${jobs} j WHERE j.dedupe_key = $2::text
       ORDER BY id DESC`),
@@ -63,7 +65,7 @@ function build(s: string): DashboardQueries {
      * kind filter (bounded: never a scan of the whole table). No params; rows: kind
      */
     recentKinds: statement(`
-      SELECT kind FROM (SELECT j.kind FROM ${jobs} j ORDER BY j.id DESC LIMIT 10000) recent
+      SELECT kind FROM (SELECT j.kind FROM ${all} j ORDER BY j.id DESC LIMIT 10000) recent
       UNION
       SELECT j.kind FROM ${jobs} j WHERE j.status = 'dead'
       ORDER BY kind`),
@@ -72,7 +74,7 @@ function build(s: string): DashboardQueries {
      * jobDetail — one whole job plus the database's clock, so ages are measured on the
      * database's time. $1 id; rows: every jobs column, db_now
      */
-    jobDetail: statement(`SELECT j.*, now() AS db_now FROM ${jobs} j WHERE j.id = $1::bigint`),
+    jobDetail: statement(`SELECT j.*, now() AS db_now FROM ${all} j WHERE j.id = $1::bigint`),
 
     /*
      * deadGroups — dead letters grouped by kind and the first line of their last error,

@@ -307,7 +307,7 @@ function build(s: string, channel: string, waitChannel: string): Queries {
      * Counts the outcomes for stats (see counted()) and announces them (see waitNotice).
      * $1 id bigint[], $2 {id: attempt} (JSON, see byId), $3 worker id; rows: id
      */
-    complete: statement(counted(s, waitChannel, "", completeUpdate(jobs, false), "id", "done")),
+    complete: statement(completeMany(s, waitChannel, false)),
 
     /*
      * completeWithValues — complete for a batch in which some handler returned a result or
@@ -317,7 +317,7 @@ function build(s: string, channel: string, waitChannel: string): Queries {
      * $1 id bigint[], $2 {id: {a: attempt, r?: result, p?: progress}} (JSON, see
      * byIdJson), $3 worker id; rows: id
      */
-    completeWithValues: statement(counted(s, waitChannel, "", completeUpdate(jobs, true), "id", "done")),
+    completeWithValues: statement(completeMany(s, waitChannel, true)),
 
     /*
      * progress — writes the progress handlers reported (the progress writer, at most once
@@ -346,17 +346,7 @@ function build(s: string, channel: string, waitChannel: string): Queries {
      * $1 id, $2 attempt, $3 worker id; rows: id
      */
     completeInTransaction: statement(
-      counted(
-        s,
-        waitChannel,
-        "",
-        `UPDATE ${jobs} j
-      SET status = 'done', attempts = ${heldAttempt}, started_at = coalesce(j.started_at, now()),
-          locked_until = NULL, locked_by = NULL, finished_at = now()
-      WHERE j.id = $1::bigint AND ${heldAttempt} = $2::int AND j.status = 'running' AND j.locked_by = $3::text`,
-        "id",
-        "done",
-      ),
+      completion(s, waitChannel, `j.id = $1::bigint AND ${heldAttempt} = $2::int AND j.status = 'running' AND j.locked_by = $3::text`, "j.result", "j.progress"),
     ),
 
     /*
@@ -505,7 +495,7 @@ function build(s: string, channel: string, waitChannel: string): Queries {
     ),
 
     /* getJob — $1 id; rows: job */
-    getJob: statement(`SELECT ${jobColumns} FROM ${jobs} j WHERE j.id = $1`),
+    getJob: statement(`SELECT ${jobColumns} FROM ${s}.all_jobs j WHERE j.id = $1`),
 
     /* listDead — $1 kind (null = all), $2 limit, $3 after id (keyset); rows: job */
     listDead: statement(`
@@ -541,7 +531,7 @@ function build(s: string, channel: string, waitChannel: string): Queries {
      * good. A running row keeps locked_by: its worker's next heartbeat sees it, aborts the
      * handler and lets go; a notice on the jobs channel (cancelNotice) makes the workers send
      * that heartbeat at once. Explicit ids are all-or-nothing: if one is unknown or already
-     * finished, nothing changes and the rows say why. By kind: only its ready and running
+     * finished (done_jobs holds most done ones: `moved`), nothing changes and the rows say why. By kind: only its ready and running
      * jobs. Counted for stats (outcome_counts.cancelled, and done_counts.cancelled: the
      * cancelled jobs retained, which the delete trigger subtracts), and announced to waitFor like
      * every other finish.
@@ -554,8 +544,11 @@ function build(s: string, channel: string, waitChannel: string): Queries {
         WHERE ($1::bigint[] IS NULL OR j.id = ANY($1::bigint[])) AND ($2::text IS NULL OR j.kind = $2)
           AND ($1::bigint[] IS NOT NULL OR j.status IN ('ready', 'running'))
         FOR UPDATE
+      ), moved AS (
+        SELECT j.id, j.kind, j.status FROM ${s}.done_jobs j
+        WHERE j.id = ANY($1::bigint[]) AND ($2::text IS NULL OR j.kind = $2)
       ), allowed AS (
-        SELECT NOT EXISTS (SELECT 1 FROM found WHERE status NOT IN ('ready', 'running'))
+        SELECT NOT EXISTS (SELECT 1 FROM found WHERE status NOT IN ('ready', 'running')) AND NOT EXISTS (SELECT 1 FROM moved)
                AND ($1::bigint[] IS NULL OR (SELECT count(*) FROM found) = (SELECT count(DISTINCT x) FROM unnest($1::bigint[]) x)) AS ok
       ), changed AS (
         UPDATE ${jobs} j
@@ -576,7 +569,9 @@ function build(s: string, channel: string, waitChannel: string): Queries {
       SELECT f.id, f.status, c.id IS NOT NULL AS cancelled,
              CASE WHEN c.was = 'running' THEN pg_notify('${channel}', '${cancelNotice}') END IS NULL AS stopped,
              ${waitNotice(waitChannel, "f", "")}
-      FROM found f LEFT JOIN changed c USING (id)`),
+      FROM found f LEFT JOIN changed c USING (id)
+      UNION ALL
+      SELECT id, status, false, true, true FROM moved`),
   };
 }
 
@@ -619,9 +614,19 @@ export function byIdJson(ids: readonly string[], fields: readonly Readonly<Recor
  * stats: outcomes per kind in 10-second buckets (`outcome_counts`) and, for completions,
  * the retained done jobs per kind (`done_counts`). One upsert per kind per batch, sharded
  * by backend so concurrent workers seldom wait on one counter row. Only the statements
- * that finish attempts pay for it — claims and heartbeats do not.
+ * that finish attempts pay for it — claims and heartbeats do not. `moved`: a CTE among
+ * `ctes` whose rows (id, kind, status) the statement finished too (a completion's jobs
+ * moved to done_jobs), counted and announced with the update's.
  */
-function counted(s: string, waitChannel: string, ctes: string, update: string, returning: string, outcome: "done" | "failure" | "rescue" | "timeout"): string {
+function counted(
+  s: string,
+  waitChannel: string,
+  ctes: string,
+  update: string,
+  returning: string,
+  outcome: "done" | "failure" | "rescue" | "timeout",
+  moved?: string,
+): string {
   // A timed-out attempt is a failure, also counted as a timeout.
   const timeouts = outcome === "timeout";
   // A rescue that returns a reservation unspent (see rescue) is not a failed attempt.
@@ -635,10 +640,10 @@ function counted(s: string, waitChannel: string, ctes: string, update: string, r
         ON CONFLICT (kind, shard) DO UPDATE SET done = c.done + excluded.done)`
       : "";
   return `
-      WITH ${ctes}changed AS (
+      WITH ${ctes}${moved ? "updated" : "changed"} AS (
         ${update}
         RETURNING j.id, j.kind, j.status${outcome === "rescue" ? ", d.refund" : ""}
-      ), tallied AS (
+      )${moved ? `, changed AS (SELECT id, kind, status FROM updated UNION ALL SELECT id, kind, status FROM ${moved})` : ""}, tallied AS (
         INSERT INTO ${s}.outcome_counts AS c (bucket, kind, shard, done, failed, died${timeouts ? ", timed_out" : ""})
         SELECT to_timestamp(floor(extract(epoch FROM now()) / 10) * 10), kind, pg_backend_pid() % 4, ${tallies}${timeouts ? ", count(*)" : ""}
         FROM changed GROUP BY kind ORDER BY kind
@@ -650,18 +655,65 @@ function counted(s: string, waitChannel: string, ctes: string, update: string, r
 }
 
 /**
- * complete's UPDATE. `withValues`: $2 holds {a: attempt, r?: result, p?: progress} per
- * job instead of the attempt alone; an absent `r` stores no result, an absent `p` keeps
- * the progress written before.
+ * The completed jobs that move to done_jobs (see migration 018): no dedupe key, batch or
+ * concurrency key; the others stay in jobs, marked done. A function of the three, not
+ * `dedupe_key IS NULL AND …`: statistics that saw few rows made the planner read every
+ * NULL entry of the dedupe_key index (every plain job) for that condition instead of the
+ * primary key for the ids.
  */
-function completeUpdate(jobs: string, withValues: boolean): string {
-  const attempt = withValues ? "($2::jsonb -> j.id::text ->> 'a')::int" : "($2::jsonb ->> j.id::text)::int";
-  const values = withValues ? ",\n          result = $2::jsonb -> j.id::text -> 'r', progress = coalesce($2::jsonb -> j.id::text -> 'p', j.progress)" : "";
-  return `UPDATE ${jobs} j
+const movesOut = "num_nulls(j.dedupe_key, j.batch_id, j.concurrency_key) = 3";
+
+/**
+ * A completion, counted (see counted): the held jobs (`held`, a condition on `jobs j`)
+ * that may move (movesOut) are deleted from jobs and written to done_jobs as done, in
+ * one statement; the others are marked done where they are. `result` and `progress`:
+ * their values, as expressions on `j` (for the move, the deleted row). done_jobs's
+ * columns are jobs', in order.
+ * The update takes every held row the delete did not (a hashed lookup in its ids), not
+ * the rows that fail movesOut: an enqueue may release a running job's dedupe key between
+ * this statement's snapshot and its delete, which then skips the row as keyed while the
+ * update, re-checking the new version, would skip it as plain, and the job would stay
+ * running until its lease ran out and then run again.
+ */
+function completion(s: string, waitChannel: string, held: string, result: string, progress: string): string {
+  const jobs = `${s}.jobs`;
+  return counted(
+    s,
+    waitChannel,
+    `gone AS (
+        DELETE FROM ${jobs} j WHERE ${held} AND ${movesOut}
+        RETURNING j.*
+      ), moved AS (
+        INSERT INTO ${s}.done_jobs (id, kind, payload, status, priority, attempts, max_attempts, run_at, locked_until, locked_by,
+                                    last_error, errors, retry, dedupe_key, created_at, started_at, finished_at, timeout_ms, checkpoint,
+                                    result, progress, queue, dedupe_mode, dedupe_until, batch_id, concurrency_key)
+        SELECT j.id, j.kind, j.payload, 'done', j.priority, ${heldAttempt}, j.max_attempts, j.run_at, NULL, NULL,
+               j.last_error, j.errors, j.retry, j.dedupe_key, j.created_at, coalesce(j.started_at, now()), now(), j.timeout_ms, j.checkpoint,
+               ${result}, ${progress}, j.queue, j.dedupe_mode, j.dedupe_until, j.batch_id, j.concurrency_key
+        FROM gone j
+        RETURNING id, kind, status
+      ), `,
+    `UPDATE ${jobs} j
       SET status = 'done', attempts = ${heldAttempt}, started_at = coalesce(j.started_at, now()),
-          locked_until = NULL, locked_by = NULL, finished_at = now()${values}
-      WHERE j.id = ANY($1::bigint[]) AND ${heldAttempt} = ${attempt}
-        AND j.status = 'running' AND j.locked_by = $3`;
+          locked_until = NULL, locked_by = NULL, finished_at = now(), result = ${result}, progress = ${progress}
+      WHERE ${held} AND j.id NOT IN (SELECT id FROM gone)`,
+    "id",
+    "done",
+    "moved",
+  );
+}
+
+/**
+ * complete and completeWithValues. `withValues`: $2 holds {a: attempt, r?: result, p?:
+ * progress} per job instead of the attempt alone; an absent `r` stores no result, an
+ * absent `p` keeps the progress written before.
+ */
+function completeMany(s: string, waitChannel: string, withValues: boolean): string {
+  const attempt = withValues ? "($2::jsonb -> j.id::text ->> 'a')::int" : "($2::jsonb ->> j.id::text)::int";
+  const held = `j.id = ANY($1::bigint[]) AND ${heldAttempt} = ${attempt} AND j.status = 'running' AND j.locked_by = $3`;
+  return withValues
+    ? completion(s, waitChannel, held, "$2::jsonb -> j.id::text -> 'r'", "coalesce($2::jsonb -> j.id::text -> 'p', j.progress)")
+    : completion(s, waitChannel, held, "j.result", "j.progress");
 }
 
 /**

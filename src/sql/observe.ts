@@ -5,6 +5,7 @@ import { memoisePerSchema, qualified, statement } from "./statement.js";
 export interface ObserveQueries {
   readonly stats: Statement;
   readonly pruneDone: Statement;
+  readonly pruneMoved: Statement;
   readonly pruneDead: Statement;
   readonly pruneCancelled: Statement;
   readonly pruneBatches: Statement;
@@ -90,6 +91,20 @@ function build(s: string): ObserveQueries {
       RETURNING j.id`),
 
     /*
+     * pruneMoved — the same for done_jobs, the done jobs the workers moved out of jobs
+     * (migration 018), through done_jobs_finished. $1 older_than_ms float8, $2 batch size int. rows: id
+     */
+    pruneMoved: statement(`
+      DELETE FROM ${s}.done_jobs j
+      WHERE j.id IN (
+        SELECT id FROM ${s}.done_jobs
+        WHERE finished_at < now() - $1::float8 * interval '1 millisecond'
+        ORDER BY finished_at
+        LIMIT $2
+        FOR UPDATE SKIP LOCKED)
+      RETURNING j.id`),
+
+    /*
      * pruneCancelled — the same for cancelled jobs, by the same age, through the
      * jobs_cancelled index. A running job cancelled keeps locked_by until its worker lets
      * go; deleting it sooner is harmless (the worker's heartbeat finds no row and aborts the
@@ -117,13 +132,14 @@ function build(s: string): ObserveQueries {
       RETURNING j.id`),
 
     /*
-     * countPrunable — what a prune would delete (dry run); reads the jobs_done and
-     * jobs_cancelled index ranges only (and the finished batches, counting their jobs
+     * countPrunable — what a prune would delete (dry run); reads the jobs_done,
+     * done_jobs_finished and jobs_cancelled index ranges only (and the finished batches, counting their jobs
      * this purge would delete as gone). $1 done (and cancelled) older_than_ms, $2 dead
      * older_than_ms (null = keep dead). rows: done, cancelled, dead, finished_batches (bigint strings)
      */
     countPrunable: statement(`
-      SELECT (SELECT count(*) FROM ${jobs} WHERE status = 'done' AND finished_at < now() - $1::float8 * interval '1 millisecond') AS done,
+      SELECT (SELECT count(*) FROM ${jobs} WHERE status = 'done' AND finished_at < now() - $1::float8 * interval '1 millisecond')
+               + (SELECT count(*) FROM ${s}.done_jobs WHERE finished_at < now() - $1::float8 * interval '1 millisecond') AS done,
              (SELECT count(*) FROM ${jobs} WHERE status = 'cancelled' AND finished_at < now() - $1::float8 * interval '1 millisecond') AS cancelled,
              CASE WHEN $2::float8 IS NULL THEN 0 ELSE
                (SELECT count(*) FROM ${jobs} WHERE status = 'dead' AND finished_at < now() - $2::float8 * interval '1 millisecond') END AS dead,

@@ -64,7 +64,7 @@ function build(s: string): ScheduleQueries {
     /* list — every schedule (or only $1 when not null) by name; rows: schedule + last_job_status */
     list: statement(`
       SELECT ${scheduleColumns}, j.status AS last_job_status
-      FROM ${schedules} s LEFT JOIN ${jobs} j ON j.id = s.last_job_id
+      FROM ${schedules} s LEFT JOIN ${s}.all_jobs j ON j.id = s.last_job_id
       WHERE $1::text IS NULL OR s.name = $1
       ORDER BY s.name`),
 
@@ -88,7 +88,7 @@ function build(s: string): ScheduleQueries {
       FOR UPDATE SKIP LOCKED`),
 
     /* jobStatuses — $1 job id bigint[]; rows: id, status (none for deleted jobs) */
-    jobStatuses: statement(`SELECT id, status FROM ${jobs} WHERE id = ANY($1::bigint[])`),
+    jobStatuses: statement(`SELECT id, status FROM ${s}.all_jobs WHERE id = ANY($1::bigint[])`),
 
     /*
      * insertRuns — records handled slots: $1 schedule text[], $2 slot timestamptz[], $3
@@ -140,7 +140,7 @@ function build(s: string): ScheduleQueries {
         SELECT DISTINCT ON (r.schedule) r.schedule, r.slot, r.job_id, j.finished_at
         FROM ${schedules} s
         JOIN ${runs} r ON r.schedule = s.name AND r.slot > coalesce(s.last_success_slot, '-infinity'::timestamptz)
-        JOIN ${jobs} j ON j.id = r.job_id AND j.status = 'done'
+        JOIN ${s}.all_jobs j ON j.id = r.job_id AND j.status = 'done'
         ORDER BY r.schedule, r.slot DESC
       )
       UPDATE ${schedules} s

@@ -39,7 +39,7 @@ export const testingQueriesFor = memoisePerSchema((schema): TestingQueries => {
       SELECT j.id, j.kind, j.payload, j.status, j.priority, j.attempts, j.max_attempts, j.run_at,
              j.locked_until, j.locked_by, j.last_error, j.errors, j.retry, j.dedupe_key,
              j.created_at, j.started_at, j.finished_at, j.queue
-      FROM ${jobs} j
+      FROM ${s}.all_jobs j
       WHERE ($1::text IS NULL OR j.kind = $1)
         AND ($2::text[] IS NULL OR j.status = ANY($2::text[]))
         AND ($3::jsonb IS NULL OR j.payload @> $3::jsonb)

@@ -157,7 +157,7 @@ describe("dashboard in Chromium", () => {
     await page.waitForURL(/\/dead$/);
     expect(await page.locator(`tr[data-job-id="${id}"]`).count()).toBe(0);
     expect(await page.locator("tr[data-job-id]").count()).toBe(2);
-    const [row] = await t.sql<{ status: string }>(`SELECT status FROM ${t.schema}.jobs WHERE id = $1`, [id]);
+    const [row] = await t.sql<{ status: string }>(`SELECT status FROM ${t.schema}.all_jobs WHERE id = $1`, [id]);
     expect(row!.status).toBe("ready");
   });
 
@@ -189,12 +189,12 @@ describe("dashboard in Chromium", () => {
     // Also from script: a POST with no token at all.
     const status = await page.evaluate(`fetch("/dead/discard", { method: "POST", body: new URLSearchParams({ id: "${id}", confirm: "yes" }) }).then((r) => r.status)`);
     expect(status).toBe(403);
-    const [row] = await t.sql<{ status: string }>(`SELECT status FROM ${t.schema}.jobs WHERE id = $1`, [id]);
+    const [row] = await t.sql<{ status: string }>(`SELECT status FROM ${t.schema}.all_jobs WHERE id = $1`, [id]);
     expect(row!.status).toBe("dead");
   });
 
   it("cancels a scheduled job from its page after a confirmation; a finished one shows why nothing changed", async () => {
-    const [job] = await t.sql<{ id: string }>(`SELECT id::text FROM ${t.schema}.jobs WHERE kind = 'email' AND run_at > now()`);
+    const [job] = await t.sql<{ id: string }>(`SELECT id::text FROM ${t.schema}.all_jobs WHERE kind = 'email' AND run_at > now()`);
     const id = job!.id;
     await page.goto(`${origin}/jobs/${id}`);
     await page.getByRole("button", { name: `Cancel job ${id}` }).click();
@@ -208,7 +208,7 @@ describe("dashboard in Chromium", () => {
     expect(await page.getByRole("button", { name: `Cancel job ${id}` }).count()).toBe(0);
     await shot("job-detail-after-cancel.png");
     // A ready job's page, then the job finishes before the confirmation is sent.
-    const [ready] = await t.sql<{ id: string }>(`SELECT min(id)::text AS id FROM ${t.schema}.jobs WHERE kind = 'email' AND status = 'ready'`);
+    const [ready] = await t.sql<{ id: string }>(`SELECT min(id)::text AS id FROM ${t.schema}.all_jobs WHERE kind = 'email' AND status = 'ready'`);
     await page.goto(`${origin}/jobs/${ready!.id}`);
     await page.getByRole("button", { name: `Cancel job ${ready!.id}` }).click();
     await page.waitForURL(/\/jobs\/cancel$/);
@@ -216,7 +216,7 @@ describe("dashboard in Chromium", () => {
     const [response] = await Promise.all([page.waitForResponse((r) => r.request().method() === "POST"), page.getByRole("button", { name: "Yes, cancel" }).click()]);
     expect(response.status()).toBe(409);
     expect(await page.getByRole("alert").textContent()).toContain(`cannot cancel job ${ready!.id} (done): already finished`);
-    const [row] = await t.sql<{ status: string }>(`SELECT status FROM ${t.schema}.jobs WHERE id = $1`, [ready!.id]);
+    const [row] = await t.sql<{ status: string }>(`SELECT status FROM ${t.schema}.all_jobs WHERE id = $1`, [ready!.id]);
     expect(row!.status).toBe("done");
   });
 
@@ -258,7 +258,7 @@ describe("dashboard in Chromium", () => {
         if ("closeAllConnections" in evilServer) evilServer.closeAllConnections();
       });
     }
-    const [row] = await t.sql<{ status: string }>(`SELECT status FROM ${t.schema}.jobs WHERE id = $1`, [id]);
+    const [row] = await t.sql<{ status: string }>(`SELECT status FROM ${t.schema}.all_jobs WHERE id = $1`, [id]);
     expect(row!.status).toBe("dead");
   });
 });

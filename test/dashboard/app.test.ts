@@ -14,7 +14,7 @@ beforeEach(async () => {
 });
 afterEach(() => t.cleanup());
 
-const status = async (id: string) => (await t.sql<{ status: string }>(`SELECT status FROM ${t.schema}.jobs WHERE id = $1`, [id]))[0]?.status;
+const status = async (id: string) => (await t.sql<{ status: string }>(`SELECT status FROM ${t.schema}.all_jobs WHERE id = $1`, [id]))[0]?.status;
 
 describe("dashboard pages", () => {
   it("overview shows the seeded numbers, in total and per kind", async () => {

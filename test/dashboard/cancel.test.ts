@@ -12,10 +12,10 @@ beforeEach(async () => {
 });
 afterEach(() => t.cleanup());
 
-const status = async (id: string) => (await t.sql<{ status: string }>(`SELECT status FROM ${t.schema}.jobs WHERE id = $1`, [id]))[0]?.status;
+const status = async (id: string) => (await t.sql<{ status: string }>(`SELECT status FROM ${t.schema}.all_jobs WHERE id = $1`, [id]))[0]?.status;
 const ids = (text: string) => [...text.matchAll(/<tr data-job-id="(\d+)">/g)].map((m) => m[1]!);
 /** The seeded `email` jobs: three due now and one scheduled an hour ahead (newest first). */
-const emails = async () => (await t.sql<{ id: string }>(`SELECT id::text FROM ${t.schema}.jobs WHERE kind = 'email' ORDER BY id DESC`)).map((r) => r.id);
+const emails = async () => (await t.sql<{ id: string }>(`SELECT id::text FROM ${t.schema}.all_jobs WHERE kind = 'email' ORDER BY id DESC`)).map((r) => r.id);
 
 describe("cancel from the dashboard", () => {
   it("cancels a ready job from its page after a confirmation, and the page says so", async () => {

@@ -51,7 +51,7 @@ function recorder() {
 }
 
 const outbox = async () => (await t.sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${t.schema}.outbox`))[0]!.n;
-const deadRows = () => t.sql<{ kind: string; payload: unknown; attempts: number; max_attempts: number; queue: string; last_error: string }>(`SELECT kind, payload, attempts, max_attempts, queue, last_error FROM ${t.schema}.jobs WHERE status = 'dead' ORDER BY id`);
+const deadRows = () => t.sql<{ kind: string; payload: unknown; attempts: number; max_attempts: number; queue: string; last_error: string }>(`SELECT kind, payload, attempts, max_attempts, queue, last_error FROM ${t.schema}.all_jobs WHERE status = 'dead' ORDER BY id`);
 
 it("runs jobs committed in the caller's transaction once each, with the handler's context; a rolled-back job never exists", async () => {
   const media = queue();
@@ -130,7 +130,7 @@ it("a job failing its last attempt lands dead in PostgreSQL; errand.dead.retry s
   expect(await t.errand.dead.retry({ ids: [listed[0]!.id] })).toEqual([listed[0]!.id]);
   await eventually(() => r.finished.at(-1)?.outcome === "done", 20_000, "the retried job done on JetStream");
   expect(r.finished.at(-1)).toMatchObject({ kind: "flaky", attempt: 1 });
-  expect(await t.sql(`SELECT id FROM ${t.schema}.jobs`)).toEqual([]);
+  expect(await t.sql(`SELECT id FROM ${t.schema}.all_jobs`)).toEqual([]);
 });
 
 it("a PermanentError makes the job dead at once; a snooze comes back after its delay", async () => {

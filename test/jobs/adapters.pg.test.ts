@@ -63,7 +63,7 @@ function adapterTests(inTransaction: InTransaction): void {
     await inTransaction(async (db) => {
       await db.query(`INSERT INTO ${t.schema}.orders (id) VALUES (1043)`);
       id = (await t.errand.enqueue("send_receipt", { orderId: 1043 }, { db })).id;
-      expect(await db.query(`SELECT count(*)::int AS n FROM ${t.schema}.jobs`)).toEqual({ rows: [{ n: 1 }] });
+      expect(await db.query(`SELECT count(*)::int AS n FROM ${t.schema}.all_jobs`)).toEqual({ rows: [{ n: 1 }] });
     }, false);
     expect(id).toMatch(/^\d+$/);
     expect(await t.errand.getJob(id)).toBeNull();
@@ -90,7 +90,7 @@ function adapterTests(inTransaction: InTransaction): void {
       { id: expect.stringMatching(/^\d+$/), duplicate: false },
     ]);
     expect(results[1]!.id).not.toBe(first);
-    expect(await t.sql(`SELECT dedupe_key FROM ${t.schema}.jobs ORDER BY id`)).toEqual([{ dedupe_key: "receipt:'1'" }, { dedupe_key: "receipt:'2'" }]);
+    expect(await t.sql(`SELECT dedupe_key FROM ${t.schema}.all_jobs ORDER BY id`)).toEqual([{ dedupe_key: "receipt:'1'" }, { dedupe_key: "receipt:'2'" }]);
   });
 
   it("passes parameters through intact: JSON, quotes, arrays, and '$n' inside literals left alone", async () => {

@@ -8,7 +8,7 @@ const t = useTestErrand({ maxPayloadBytes: 1000 });
 const count = async (table: string, where = "true") => Number((await t.sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${t.schema}.${table} WHERE ${where}`))[0]!.n);
 
 /** The callback jobs enqueued so far. */
-const callbacks = () => t.sql<{ id: string; payload: { batch: BatchSummary } & Record<string, unknown> }>(`SELECT id::text, payload FROM ${t.schema}.jobs WHERE kind = 'report' ORDER BY id`);
+const callbacks = () => t.sql<{ id: string; payload: { batch: BatchSummary } & Record<string, unknown> }>(`SELECT id::text, payload FROM ${t.schema}.all_jobs WHERE kind = 'report' ORDER BY id`);
 
 describe("errand.batch", () => {
   it("enqueues the members with the batch, and the callback once, when the last member finishes, with counts and failed ids", async () => {

@@ -38,7 +38,7 @@ it('dedupe "replace" enqueues a new job when the waiting one is claimed between 
   } finally {
     claimer.release();
   }
-  expect(await t.sql(`SELECT id::text, status, payload, dedupe_key FROM ${t.schema}.jobs ORDER BY id`)).toEqual([
+  expect(await t.sql(`SELECT id::text, status, payload, dedupe_key FROM ${t.schema}.all_jobs ORDER BY id`)).toEqual([
     { id: first.id, status: "running", payload: { n: 1 }, dedupe_key: null },
     { id: expect.any(String), status: "ready", payload: { n: 2 }, dedupe_key: "k" },
   ]);

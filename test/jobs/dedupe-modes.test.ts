@@ -6,7 +6,7 @@ const t = useTestErrand();
 
 /** Every row of the test's jobs table: id, status, payload, dedupe key. */
 async function rows(): Promise<{ id: string; status: string; payload: unknown; dedupe_key: string | null }[]> {
-  return t.sql(`SELECT id::text, status, payload, dedupe_key FROM ${t.schema}.jobs ORDER BY id`);
+  return t.sql(`SELECT id::text, status, payload, dedupe_key FROM ${t.schema}.all_jobs ORDER BY id`);
 }
 
 /** Runs one claim with `handler` for kind "task" and waits for it to finish. */
@@ -45,7 +45,7 @@ describe('dedupe "retained" (the default)', () => {
   it("stores no mode for it, as a plain-SQL insert does, and plain SQL still sees the key taken", async () => {
     await enqueue({ n: 1 }, "retained");
     await t.sql(`INSERT INTO ${t.schema}.jobs (kind, payload, dedupe_key) VALUES ('task', '{}', 'k') ON CONFLICT (dedupe_key) DO NOTHING`);
-    expect(await t.sql(`SELECT dedupe_mode, dedupe_until FROM ${t.schema}.jobs`)).toEqual([{ dedupe_mode: null, dedupe_until: null }]);
+    expect(await t.sql(`SELECT dedupe_mode, dedupe_until FROM ${t.schema}.all_jobs`)).toEqual([{ dedupe_mode: null, dedupe_until: null }]);
   });
 });
 
@@ -107,7 +107,7 @@ describe('dedupe "queued"', () => {
     expect(new Set(results.map((r) => r.id)).size).toBe(1);
     expect(results.filter((r) => !r.duplicate)).toHaveLength(1);
     expect(results[0]!.id).not.toBe(first.id);
-    expect(await t.sql(`SELECT count(*)::int AS n FROM ${t.schema}.jobs WHERE status = 'ready'`)).toEqual([{ n: 1 }]);
+    expect(await t.sql(`SELECT count(*)::int AS n FROM ${t.schema}.all_jobs WHERE status = 'ready'`)).toEqual([{ n: 1 }]);
   });
 });
 
@@ -117,7 +117,7 @@ describe('dedupe "replace" (debounce)', () => {
     const second = await enqueue({ n: 2 }, "replace", { delay: 120_000, priority: 5 });
     expect(second).toEqual({ id: first.id, duplicate: true, replaced: true });
     const [row] = await t.sql<{ payload: unknown; priority: number; secs: number }>(
-      `SELECT payload, priority, round(extract(epoch FROM run_at - now()))::int AS secs FROM ${t.schema}.jobs`,
+      `SELECT payload, priority, round(extract(epoch FROM run_at - now()))::int AS secs FROM ${t.schema}.all_jobs`,
     );
     expect(row).toMatchObject({ payload: { n: 2 }, priority: 5 });
     expect(row!.secs).toBeGreaterThan(100);
@@ -185,7 +185,7 @@ describe("every mode under 20 concurrent enqueues of one key", () => {
     const results = await Promise.all(Array.from({ length: 20 }, (_, i) => enqueue({ n: i }, mode)));
     expect(new Set(results.map((r) => r.id)).size).toBe(1);
     expect(results.filter((r) => !r.duplicate)).toHaveLength(1);
-    expect(await t.sql(`SELECT count(*)::int AS n FROM ${t.schema}.jobs`)).toEqual([{ n: 1 }]);
+    expect(await t.sql(`SELECT count(*)::int AS n FROM ${t.schema}.all_jobs`)).toEqual([{ n: 1 }]);
   });
 
   it.each(modes.map((mode) => [JSON.stringify(mode) ?? "default", mode] as const))("%s: a batch naming the key twice after its job is done", async (_, mode) => {
@@ -195,7 +195,7 @@ describe("every mode under 20 concurrent enqueues of one key", () => {
     expect(results[1]!.id).toBe(results[0]!.id);
     const held = mode === undefined || mode === "retained" || typeof mode === "object";
     expect(results.map((r) => r.duplicate)).toEqual(held ? [true, true] : [false, true]);
-    expect(await t.sql(`SELECT count(*)::int AS n FROM ${t.schema}.jobs`)).toEqual([{ n: held ? 1 : 2 }]);
+    expect(await t.sql(`SELECT count(*)::int AS n FROM ${t.schema}.all_jobs`)).toEqual([{ n: held ? 1 : 2 }]);
   });
 });
 
@@ -220,6 +220,6 @@ describe("bad dedupe options", () => {
     const error = await call().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ValidationError);
     expect((error as Error).message).toMatch(message);
-    expect(await t.sql(`SELECT count(*)::int AS n FROM ${t.schema}.jobs`)).toEqual([{ n: 0 }]);
+    expect(await t.sql(`SELECT count(*)::int AS n FROM ${t.schema}.all_jobs`)).toEqual([{ n: 0 }]);
   });
 });

@@ -28,7 +28,7 @@ describe("enqueue through the application's own pg connections", () => {
     try {
       const results = await t.errand.enqueueMany([{ kind: "k", payload: 1 }, { kind: "k", payload: 2 }], { db: pool });
       expect(results.map((r) => r.duplicate)).toEqual([false, false]);
-      expect(await t.sql(`SELECT count(*)::int AS n FROM ${t.schema}.jobs`)).toEqual([{ n: 2 }]);
+      expect(await t.sql(`SELECT count(*)::int AS n FROM ${t.schema}.all_jobs`)).toEqual([{ n: 2 }]);
     } finally {
       await pool.end();
     }

@@ -41,13 +41,13 @@ ON CONFLICT (dedupe_key) DO NOTHING`);
 VALUES ('send_receipt', '{"order_id": 1042}', 'receipt:1042')
 ON CONFLICT (dedupe_key) DO NOTHING`);
     });
-    const rows = await t.sql<{ kind: string; status: string; max_attempts: number }>(`SELECT kind, status, max_attempts FROM ${t.schema}.jobs`);
+    const rows = await t.sql<{ kind: string; status: string; max_attempts: number }>(`SELECT kind, status, max_attempts FROM ${t.schema}.all_jobs`);
     expect(rows).toEqual([{ kind: "send_receipt", status: "ready", max_attempts: 8 }]);
   });
 
   it("accepts a plain-SQL enqueue of kind and payload alone", async () => {
     await t.sql(`INSERT INTO ${t.schema}.jobs (kind, payload) VALUES ('resize', '{"user_id": 7}')`);
-    const [row] = await t.sql<{ status: string; attempts: number; due: boolean }>(`SELECT status, attempts, run_at <= now() AS due FROM ${t.schema}.jobs`);
+    const [row] = await t.sql<{ status: string; attempts: number; due: boolean }>(`SELECT status, attempts, run_at <= now() AS due FROM ${t.schema}.all_jobs`);
     expect(row).toEqual({ status: "ready", attempts: 0, due: true });
   });
 
@@ -55,14 +55,14 @@ ON CONFLICT (dedupe_key) DO NOTHING`);
     const first = await t.errand.enqueue("send_receipt", { order_id: 1 }, { dedupeKey: "receipt:1" });
     const second = await t.errand.enqueue("send_receipt", { order_id: 1 }, { dedupeKey: "receipt:1" });
     expect(second).toEqual({ id: first.id, duplicate: true });
-    expect(await t.sql(`SELECT count(*)::int AS n FROM ${t.schema}.jobs`)).toEqual([{ n: 1 }]);
+    expect(await t.sql(`SELECT count(*)::int AS n FROM ${t.schema}.all_jobs`)).toEqual([{ n: 1 }]);
   });
 
   it("keeps one row under 20 concurrent enqueues of one dedupe key", async () => {
     const results = await Promise.all(Array.from({ length: 20 }, () => t.errand.enqueue("send_receipt", { order_id: 9 }, { dedupeKey: "receipt:9" })));
     expect(new Set(results.map((r) => r.id)).size).toBe(1);
     expect(results.filter((r) => !r.duplicate)).toHaveLength(1);
-    expect(await t.sql(`SELECT count(*)::int AS n FROM ${t.schema}.jobs`)).toEqual([{ n: 1 }]);
+    expect(await t.sql(`SELECT count(*)::int AS n FROM ${t.schema}.all_jobs`)).toEqual([{ n: 1 }]);
   });
 
   it("enqueues many jobs in one call, in order, deduping within the batch", async () => {
@@ -70,7 +70,7 @@ ON CONFLICT (dedupe_key) DO NOTHING`);
     const results = await t.errand.enqueueMany([...specs, { kind: "email", payload: {}, dedupeKey: "k" }, { kind: "email", payload: {}, dedupeKey: "k" }]);
     expect(results).toHaveLength(1002);
     expect(results.at(-1)).toEqual({ id: results.at(-2)!.id, duplicate: true });
-    const rows = await t.sql<{ id: string; n: number }>(`SELECT id::text, (payload->>'n')::int AS n FROM ${t.schema}.jobs j WHERE kind = 'resize' ORDER BY j.id`);
+    const rows = await t.sql<{ id: string; n: number }>(`SELECT id::text, (payload->>'n')::int AS n FROM ${t.schema}.all_jobs j WHERE kind = 'resize' ORDER BY j.id`);
     expect(rows.map((r) => r.n)).toEqual(specs.map((_, i) => i));
     expect(rows.map((r) => r.id)).toEqual(results.slice(0, 1000).map((r) => r.id));
   });
@@ -81,7 +81,7 @@ ON CONFLICT (dedupe_key) DO NOTHING`);
     const batches = await Promise.all(
       [0, 1, 2, 3].map((b) => t.errand.enqueueMany(Array.from({ length: 400 }, (_, i) => ({ kind: "k", payload: { b, i } })))),
     );
-    const rows = await t.sql<{ id: string; payload: { b: number; i: number } }>(`SELECT id::text, payload FROM ${t.schema}.jobs`);
+    const rows = await t.sql<{ id: string; payload: { b: number; i: number } }>(`SELECT id::text, payload FROM ${t.schema}.all_jobs`);
     const byId = new Map(rows.map((r) => [r.id, r.payload]));
     expect(rows).toHaveLength(1600);
     batches.forEach((results, b) =>
@@ -96,7 +96,7 @@ ON CONFLICT (dedupe_key) DO NOTHING`);
     const at = new Date(Date.now() + 3_600_000);
     const a = await t.errand.enqueue("k", {}, { delay: 60_000, priority: 5, maxAttempts: 3 });
     const b = await t.errand.enqueue("k", {}, { runAt: at });
-    const [row] = await t.sql<{ secs: number }>(`SELECT extract(epoch FROM run_at - now())::float8 AS secs FROM ${t.schema}.jobs WHERE id = $1`, [a.id]);
+    const [row] = await t.sql<{ secs: number }>(`SELECT extract(epoch FROM run_at - now())::float8 AS secs FROM ${t.schema}.all_jobs WHERE id = $1`, [a.id]);
     expect(row!.secs).toBeGreaterThan(55);
     expect(row!.secs).toBeLessThanOrEqual(60);
     expect(await t.errand.getJob(a.id)).toMatchObject({ priority: 5, maxAttempts: 3 });
@@ -147,7 +147,7 @@ ON CONFLICT (dedupe_key) DO NOTHING`);
       const error = await call().then(() => undefined, (e: unknown) => e);
       expect(error).toBeInstanceOf(ValidationError);
       expect((error as Error).message).toMatch(message);
-      expect(await t.sql(`SELECT count(*)::int AS n FROM ${t.schema}.jobs`)).toEqual([{ n: 0 }]);
+      expect(await t.sql(`SELECT count(*)::int AS n FROM ${t.schema}.all_jobs`)).toEqual([{ n: 0 }]);
     });
   });
 
@@ -162,7 +162,7 @@ ON CONFLICT (dedupe_key) DO NOTHING`);
     expect(job!.dedupeKey).toBe(key);
     expect(job!.runAt.toISOString()).toBe("2028-02-29T11:00:00.000Z");
     const [nullPayload] = await t.errand.enqueueMany([{ kind: "k", payload: null, retry: { baseDelayMs: 5 } }]);
-    expect(await t.sql(`SELECT payload IS NULL AS missing, jsonb_typeof(payload) AS type, retry ->> 'baseDelayMs' AS base FROM ${t.schema}.jobs WHERE id = $1`, [nullPayload!.id])).toEqual([
+    expect(await t.sql(`SELECT payload IS NULL AS missing, jsonb_typeof(payload) AS type, retry ->> 'baseDelayMs' AS base FROM ${t.schema}.all_jobs WHERE id = $1`, [nullPayload!.id])).toEqual([
       { missing: false, type: "null", base: "5" },
     ]);
   });
@@ -229,7 +229,7 @@ describe("typed jobs (defineJobs)", () => {
     sweep: { payload: json<{ olderThanDays?: number }>() },
   });
 
-  const count = async () => (await t.sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${t.schema}.jobs`))[0]!.n;
+  const count = async () => (await t.sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${t.schema}.all_jobs`))[0]!.n;
 
   it("refuses what a kind's schema refuses, naming the field, and writes nothing", async () => {
     const errand = await Errand.open({ db: t.db, schema: t.schema, jobs, migrate: false });

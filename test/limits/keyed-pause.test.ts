@@ -35,13 +35,13 @@ it("a keyed job claimed just as a pause lands is given back unspent, not started
     await claimDone;
     await t.errand.pause({ kind: "k" });
     pauseCommitted = true;
-    await eventually(async () => (await t.sql<{ status: string }>(`SELECT status FROM ${t.schema}.jobs WHERE id = $1`, [id]))[0]!.status === "ready", 10_000, "the job given back");
-    const [row] = await t.sql<{ attempts: number; started_at: unknown }>(`SELECT attempts, started_at FROM ${t.schema}.jobs WHERE id = $1`, [id]);
+    await eventually(async () => (await t.sql<{ status: string }>(`SELECT status FROM ${t.schema}.all_jobs WHERE id = $1`, [id]))[0]!.status === "ready", 10_000, "the job given back");
+    const [row] = await t.sql<{ attempts: number; started_at: unknown }>(`SELECT attempts, started_at FROM ${t.schema}.all_jobs WHERE id = $1`, [id]);
     expect(row!.attempts).toBe(0);
     expect(ran).toEqual([]);
     await t.errand.resume({ kind: "k" });
-    await eventually(async () => (await t.sql<{ status: string }>(`SELECT status FROM ${t.schema}.jobs WHERE id = $1`, [id]))[0]!.status === "done", 10_000, "the job done after resume");
-    const [after] = await t.sql<{ attempts: number }>(`SELECT attempts FROM ${t.schema}.jobs WHERE id = $1`, [id]);
+    await eventually(async () => (await t.sql<{ status: string }>(`SELECT status FROM ${t.schema}.all_jobs WHERE id = $1`, [id]))[0]!.status === "done", 10_000, "the job done after resume");
+    const [after] = await t.sql<{ attempts: number }>(`SELECT attempts FROM ${t.schema}.all_jobs WHERE id = $1`, [id]);
     expect(after!.attempts).toBe(1);
     expect(ran).toEqual([id]);
   } finally {

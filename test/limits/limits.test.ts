@@ -13,7 +13,7 @@ interface Claimed {
 
 /** One keyed claim, as a worker makes it: the claimed rows and the closing row (cursor, wait). */
 async function claimKeyed(slots: number, after: string | null = null): Promise<{ jobs: Claimed[]; last: string | null; waitMs: number | null }> {
-  const rows = await t.sql<Claimed>(`SELECT id, concurrency_key, attempts, wait_ms FROM ${t.schema}.claim_keyed($1, 'w1', '{}', 60000, $2, 'default', ARRAY(SELECT DISTINCT kind FROM ${t.schema}.jobs))`, [slots, after]);
+  const rows = await t.sql<Claimed>(`SELECT id, concurrency_key, attempts, wait_ms FROM ${t.schema}.claim_keyed($1, 'w1', '{}', 60000, $2, 'default', ARRAY(SELECT DISTINCT kind FROM ${t.schema}.all_jobs))`, [slots, after]);
   const meta = rows.at(-1)!;
   expect(meta.id).toBeNull();
   return { jobs: rows.slice(0, -1), last: meta.concurrency_key, waitMs: meta.wait_ms === null ? null : Number(meta.wait_ms) };
@@ -38,7 +38,7 @@ describe("concurrency keys and limits", () => {
     await enqueueKeyed("tenant:1", 1);
     const worker = t.errand.worker({ handlers: { plain: async () => {}, k: async () => {} } });
     expect(await worker.runOnce()).toBe(2); // runOnce claims both ways
-    const rows = await t.sql<{ status: string }>(`SELECT status FROM ${t.schema}.jobs`);
+    const rows = await t.sql<{ status: string }>(`SELECT status FROM ${t.schema}.all_jobs`);
     expect(rows.every((row) => row.status === "done")).toBe(true);
     expect((await claimKeyed(10)).jobs).toEqual([]);
   });
@@ -80,7 +80,7 @@ describe("concurrency keys and limits", () => {
     // Due when the first start leaves its window: an hour after it, less the time since.
     expect(first.waitMs).toBeGreaterThan(3_600_000 - 10_000);
     expect(first.waitMs).toBeLessThanOrEqual(3_600_000);
-    const waiting = await t.sql<{ attempts: number; status: string }>(`SELECT attempts, status FROM ${t.schema}.jobs WHERE status = 'ready'`);
+    const waiting = await t.sql<{ attempts: number; status: string }>(`SELECT attempts, status FROM ${t.schema}.all_jobs WHERE status = 'ready'`);
     expect(waiting).toEqual([
       { attempts: 0, status: "ready" },
       { attempts: 0, status: "ready" },
@@ -120,7 +120,7 @@ describe("concurrency keys and limits", () => {
       await worker.stop();
     }
     expect(Math.max(...most.values())).toBe(2);
-    const rows = await t.sql<{ status: string; attempts: number }>(`SELECT status, attempts FROM ${t.schema}.jobs`);
+    const rows = await t.sql<{ status: string; attempts: number }>(`SELECT status, attempts FROM ${t.schema}.all_jobs`);
     expect(rows.filter((row) => row.status === "done" && Number(row.attempts) === 1)).toHaveLength(40);
   });
 
@@ -137,7 +137,7 @@ describe("concurrency keys and limits", () => {
       await worker.stop();
     }
     // The database's start times: at most 4 in any second, and each job charged one attempt.
-    const rows = await t.sql<{ attempts: number; at: number }>(`SELECT attempts, extract(epoch FROM started_at)::float8 * 1000 AS at FROM ${t.schema}.jobs ORDER BY started_at`);
+    const rows = await t.sql<{ attempts: number; at: number }>(`SELECT attempts, extract(epoch FROM started_at)::float8 * 1000 AS at FROM ${t.schema}.all_jobs ORDER BY started_at`);
     expect(rows.map((row) => Number(row.attempts))).toEqual([1, 1, 1, 1, 1, 1]);
     expect(Number(rows[4]!.at) - Number(rows[0]!.at)).toBeGreaterThanOrEqual(1000);
     expect(Number(rows[5]!.at) - Number(rows[1]!.at)).toBeGreaterThanOrEqual(1000);
@@ -157,7 +157,7 @@ describe("concurrency keys and limits", () => {
 
 describe("bad limits and keys", () => {
   const nothingWritten = async () => {
-    expect(await t.sql(`SELECT 1 FROM ${t.schema}.jobs`)).toEqual([]);
+    expect(await t.sql(`SELECT 1 FROM ${t.schema}.all_jobs`)).toEqual([]);
     expect(await t.sql(`SELECT 1 FROM ${t.schema}.limits`)).toEqual([]);
   };
 

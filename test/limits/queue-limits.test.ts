@@ -5,7 +5,7 @@ import { eventually, useTestErrand } from "../support/db.js";
 
 const t = useTestErrand();
 
-const statuses = () => t.sql<{ status: string; attempts: number }>(`SELECT status, attempts FROM ${t.schema}.jobs ORDER BY id`);
+const statuses = () => t.sql<{ status: string; attempts: number }>(`SELECT status, attempts FROM ${t.schema}.all_jobs ORDER BY id`);
 
 /** Handlers that count how many run at once (in this process: every worker of the test). */
 function counted(ms: number) {

@@ -16,7 +16,7 @@ it("stats, metrics and the dashboard name ready jobs no live worker serves; a wo
   const worker = t.errand.worker({ queues: { default: 2 }, rescueIntervalMs: 0, handlers: { send_email: async () => {}, resize: async () => {} } });
   await worker.start();
   try {
-    await eventually(async () => (await t.sql<{ status: string }>(`SELECT status FROM ${t.schema}.jobs WHERE kind = 'send_email'`))[0]!.status === "done");
+    await eventually(async () => (await t.sql<{ status: string }>(`SELECT status FROM ${t.schema}.all_jobs WHERE kind = 'send_email'`))[0]!.status === "done");
     const [row] = await t.sql<{ queues: string[]; kinds: string[] }>(`SELECT queues, kinds FROM ${t.schema}.workers WHERE id = $1`, [worker.id]);
     expect(row).toEqual({ queues: ["default"], kinds: ["send_email", "resize"] });
     // The typo waits; resize has a handler, but no worker serves its queue.

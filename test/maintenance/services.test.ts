@@ -6,7 +6,7 @@ import { useTestErrand } from "../support/db.js";
 // database and schema, and errand.close() stops them.
 const t = useTestErrand();
 
-const statuses = async () => (await t.sql<{ status: string }>(`SELECT status FROM ${t.schema}.jobs j ORDER BY j.id`)).map((r) => r.status);
+const statuses = async () => (await t.sql<{ status: string }>(`SELECT status FROM ${t.schema}.all_jobs j ORDER BY j.id`)).map((r) => r.status);
 
 describe("services created from the client", () => {
   it("errand.rescuer() returns expired leases to ready, buries the last attempt, and reports each timed run", async () => {
@@ -33,8 +33,8 @@ describe("services created from the client", () => {
   it("errand.purger() purges this database's done jobs past the retention", async () => {
     await t.errand.enqueueMany([{ kind: "k", payload: 1 }, { kind: "k", payload: 2 }]);
     await t.errand.worker({ handlers: { k: async () => {} } }).runOnce();
-    await t.sql(`UPDATE ${t.schema}.jobs SET finished_at = now() - interval '8 days' WHERE payload = '1'`);
-    expect(await t.errand.purger().runOnce()).toEqual({ done: 1, cancelled: 0, dead: 0, finishedBatches: 0, batches: 3, dryRun: false });
+    await t.sql(`UPDATE ${t.schema}.done_jobs SET finished_at = now() - interval '8 days' WHERE payload = '1'`);
+    expect(await t.errand.purger().runOnce()).toEqual({ done: 1, cancelled: 0, dead: 0, finishedBatches: 0, batches: 4, dryRun: false });
     expect(await statuses()).toEqual(["done"]);
   });
 

@@ -20,7 +20,7 @@ describe("jobs whose times are ±infinity", () => {
   beforeEach(async () => {
     t = await testErrand();
     for (const statement of oddRows(`${t.schema}.jobs`).split(";")) await t.sql(statement);
-    for (const row of await t.sql<{ id: string; kind: string }>(`SELECT id::text, kind FROM ${t.schema}.jobs`)) ids[row.kind] = row.id;
+    for (const row of await t.sql<{ id: string; kind: string }>(`SELECT id::text, kind FROM ${t.schema}.all_jobs`)) ids[row.kind] = row.id;
   });
   afterEach(() => t.cleanup());
 

@@ -79,14 +79,18 @@ describe("stats", () => {
     expect(much.total.done).toBe(3);
   });
 
-  it("keeps the done count right through deletes and truncation", async () => {
-    await t.errand.enqueueMany([1, 2, 3, 4].map((n) => ({ kind: n % 2 ? "odd" : "even", payload: n })));
+  it("keeps the done count right through deletes and truncation, in both tables done jobs are in", async () => {
+    // Two plain jobs move to done_jobs as they complete; the keyed two stay in jobs.
+    await t.errand.enqueueMany([1, 2, 3, 4].map((n) => ({ kind: n % 2 ? "odd" : "even", payload: n, ...(n > 2 ? { dedupeKey: `k${n}` } : {}) })));
     await t.errand.worker({ handlers: { odd: async () => {}, even: async () => {} } }).runOnce();
     expect((await t.errand.stats()).total.done).toBe(4);
-    await t.sql(`DELETE FROM ${t.schema}.jobs WHERE payload = '1'`);
+    await t.sql(`DELETE FROM ${t.schema}.done_jobs WHERE payload = '1'`);
+    await t.sql(`DELETE FROM ${t.schema}.jobs WHERE payload = '4'`);
     const stats = await t.errand.stats();
-    expect([stats.kinds.odd!.done, stats.kinds.even!.done, stats.total.done]).toEqual([1, 2, 3]);
+    expect([stats.kinds.odd!.done, stats.kinds.even!.done, stats.total.done]).toEqual([1, 1, 2]);
     await t.sql(`TRUNCATE ${t.schema}.jobs`);
+    expect((await t.errand.stats()).total.done).toBe(1);
+    await t.sql(`TRUNCATE ${t.schema}.done_jobs`);
     expect((await t.errand.stats()).total.done).toBe(0);
   });
 });

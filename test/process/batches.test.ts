@@ -32,7 +32,7 @@ describe("a batch whose last members finish together on different worker process
       // The members ran on four different workers, one each.
       expect(new Set((await t.sql<{ worker: string }>(`SELECT worker FROM ${t.schema}.effects WHERE note = $1`, [group])).map((r) => r.worker)).size).toBe(4);
       const callbacks = await t.sql<{ id: string; payload: { round: number; batch: { done: number; dead: number } } }>(
-        `SELECT id::text, payload FROM ${t.schema}.jobs WHERE kind = 'record' AND payload -> 'batch' ->> 'id' = $1`,
+        `SELECT id::text, payload FROM ${t.schema}.all_jobs WHERE kind = 'record' AND payload -> 'batch' ->> 'id' = $1`,
         [batchId],
       );
       expect(callbacks).toEqual([{ id: batch!.callbackJobId, payload: expect.objectContaining({ round, batch: expect.objectContaining({ done: 3, dead: 1 }) }) }]);

@@ -9,7 +9,7 @@ beforeEach(async () => {
 afterEach(() => t.cleanup());
 
 const checkpointOf = async (id: string) =>
-  (await t.sql<{ step: number | null }>(`SELECT (checkpoint ->> 'step')::int AS step FROM ${t.schema}.jobs WHERE id = $1`, [id]))[0]!.step;
+  (await t.sql<{ step: number | null }>(`SELECT (checkpoint ->> 'step')::int AS step FROM ${t.schema}.all_jobs WHERE id = $1`, [id]))[0]!.step;
 
 describe("checkpoints and in-transaction completion across a SIGKILL", () => {
   it("a job resumes from its last checkpoint after its worker is SIGKILLed mid-job", { timeout: 60_000 }, async () => {
@@ -42,7 +42,7 @@ describe("checkpoints and in-transaction completion across a SIGKILL", () => {
 
     // Past the lease, a worker that rescues and claims does not run it again: a job
     // enqueued after the lease ran out is done by it, and the first job still ran once.
-    await eventually(async () => (await t.sql(`SELECT 1 FROM ${t.schema}.jobs WHERE id = $1 AND finished_at < now() - interval '1.5 seconds'`, [id])).length > 0, 10_000, "the lease to run out");
+    await eventually(async () => (await t.sql(`SELECT 1 FROM ${t.schema}.all_jobs WHERE id = $1 AND finished_at < now() - interval '1.5 seconds'`, [id])).length > 0, 10_000, "the lease to run out");
     const b = t.worker("b", ["--lease", "1", "--rescue-interval", "0.2"]);
     await b.waitForLog((l) => l.event === "started", 15_000, "worker b to start");
     const later = await t.errand.enqueue("record", { ms: 0 });

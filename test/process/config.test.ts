@@ -34,14 +34,14 @@ describe("`errand worker --config`", () => {
     await eventually(async () => (await t.job(flaky.id)).status === "dead", 15_000, "the flaky job to die");
     // A dead job keeps the run_at its first failure set: failure time + backoff, in the database's clock.
     const [row] = await t.sql<{ backoff_ms: number }>(
-      `SELECT (extract(epoch FROM run_at - (errors -> 0 ->> 'at')::timestamptz) * 1000)::float8 AS backoff_ms FROM ${t.schema}.jobs WHERE id = $1`,
+      `SELECT (extract(epoch FROM run_at - (errors -> 0 ->> 'at')::timestamptz) * 1000)::float8 AS backoff_ms FROM ${t.schema}.all_jobs WHERE id = $1`,
       [flaky.id],
     );
     expect(row!.backoff_ms).toBeGreaterThanOrEqual(49.9); // 100 ms × jitter 0.5–1.0
     expect(row!.backoff_ms).toBeLessThanOrEqual(100.1);
 
     await t.started(slow.id, worker);
-    const [lease] = await t.sql<{ left_ms: number }>(`SELECT (extract(epoch FROM locked_until - now()) * 1000)::float8 AS left_ms FROM ${t.schema}.jobs WHERE id = $1`, [slow.id]);
+    const [lease] = await t.sql<{ left_ms: number }>(`SELECT (extract(epoch FROM locked_until - now()) * 1000)::float8 AS left_ms FROM ${t.schema}.all_jobs WHERE id = $1`, [slow.id]);
     // Heartbeats keep it between 60 s and 60 s less a heartbeat interval (20 s); the default lease would be 300 s.
     expect(lease!.left_ms).toBeGreaterThan(30_000);
     expect(lease!.left_ms).toBeLessThanOrEqual(60_000);
@@ -56,7 +56,7 @@ describe("`errand worker --config`", () => {
       ["config-tick", "* * * * * *", "UTC", "tick"],
     ]);
     const tick = await eventually(
-      async () => (await t.sql<{ max_attempts: number; priority: number; dedupe_key: string }>(`SELECT max_attempts, priority, dedupe_key FROM ${t.schema}.jobs WHERE kind = 'tick' LIMIT 1`))[0],
+      async () => (await t.sql<{ max_attempts: number; priority: number; dedupe_key: string }>(`SELECT max_attempts, priority, dedupe_key FROM ${t.schema}.all_jobs WHERE kind = 'tick' LIMIT 1`))[0],
       15_000,
       "the scheduler to enqueue a tick",
     );

@@ -67,7 +67,7 @@ it("survives its connections being terminated again and again, LISTEN included, 
   // Every job done, each run at least once; the worker said what happened and lived on.
   expect(await t.statusCounts()).toEqual({ done: JOBS });
   const [{ missing, duplicates }] = (await t.sql<{ missing: number; duplicates: number }>(
-    `SELECT (SELECT count(*)::int FROM ${t.schema}.jobs j WHERE NOT EXISTS (SELECT 1 FROM ${t.schema}.effects e WHERE e.job_id = j.id AND e.ended_at IS NOT NULL)) AS missing,
+    `SELECT (SELECT count(*)::int FROM ${t.schema}.all_jobs j WHERE NOT EXISTS (SELECT 1 FROM ${t.schema}.effects e WHERE e.job_id = j.id AND e.ended_at IS NOT NULL)) AS missing,
             (SELECT count(*)::int FROM (SELECT job_id FROM ${t.schema}.effects GROUP BY job_id HAVING count(*) > 1) d) AS duplicates`,
   )) as [{ missing: number; duplicates: number }];
   expect(missing).toBe(0);

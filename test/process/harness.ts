@@ -75,7 +75,7 @@ export async function processTest(): Promise<ProcessTest> {
       return spawned;
     },
     effects,
-    job: async (id) => (await t.sql<JobState>(`SELECT id::text, status, attempts, last_error, errors FROM ${s}.jobs WHERE id = $1`, [id]))[0]!,
+    job: async (id) => (await t.sql<JobState>(`SELECT id::text, status, attempts, last_error, errors FROM ${s}.all_jobs WHERE id = $1`, [id]))[0]!,
     async started(id, worker, runs = 1, timeoutMs = 15_000) {
       return (await eventually(
         async () => {
@@ -88,7 +88,7 @@ export async function processTest(): Promise<ProcessTest> {
       ))!;
     },
     async statusCounts() {
-      const rows = await t.sql<{ status: string; n: number }>(`SELECT status, count(*)::int AS n FROM ${s}.jobs GROUP BY status`);
+      const rows = await t.sql<{ status: string; n: number }>(`SELECT status, count(*)::int AS n FROM ${s}.all_jobs GROUP BY status`);
       return Object.fromEntries(rows.map((r) => [r.status, r.n]));
     },
     async dropHeartbeats(also = "true") {

@@ -10,7 +10,7 @@ afterEach(() => t.cleanup());
 
 const SHORT_LEASE = ["--lease", "2", "--rescue-interval", "0.2", "--poll-interval", "0.2"];
 const lockedUntil = async (id: string) =>
-  (await t.sql<{ ms: number }>(`SELECT extract(epoch FROM locked_until)::float8 * 1000 AS ms FROM ${t.schema}.jobs WHERE id = $1`, [id]))[0]!.ms;
+  (await t.sql<{ ms: number }>(`SELECT extract(epoch FROM locked_until)::float8 * 1000 AS ms FROM ${t.schema}.all_jobs WHERE id = $1`, [id]))[0]!.ms;
 
 describe("leases and heartbeats", () => {
   it("keeps the lease of a job three times longer than its lease, which runs exactly once", { timeout: 60_000 }, async () => {
@@ -43,7 +43,7 @@ describe("leases and heartbeats", () => {
     await worker.waitForLog((l) => l.event === "lease_lost" && (l.jobIds as string[]).includes(id), 5_000, "lease_lost");
     // The handler threw (aborted), but no failure was written: the job is the intruder's.
     expect(await t.job(id)).toMatchObject({ status: "running", attempts: 1, last_error: null, errors: [] });
-    expect((await t.sql<{ locked_by: string }>(`SELECT locked_by FROM ${t.schema}.jobs WHERE id = $1`, [id]))[0]!.locked_by).toBe("intruder");
+    expect((await t.sql<{ locked_by: string }>(`SELECT locked_by FROM ${t.schema}.all_jobs WHERE id = $1`, [id]))[0]!.locked_by).toBe("intruder");
   });
 
   it("aborts the handler of a worker that cannot extend its lease before anyone else may take the job", { timeout: 60_000 }, async () => {

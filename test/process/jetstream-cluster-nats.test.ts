@@ -97,7 +97,7 @@ it(`${total.toLocaleString("en")} jobs on a 3-node cluster with 4 worker process
   const seconds = (performance.now() - began) / 1000;
   await relay.stop();
   expect(await count(`SELECT count(*) AS n FROM ${t.schema}.outbox`)).toBe(0);
-  expect(await count(`SELECT count(*) AS n FROM ${t.schema}.jobs WHERE status = 'dead'`)).toBe(0);
+  expect(await count(`SELECT count(*) AS n FROM ${t.schema}.all_jobs WHERE status = 'dead'`)).toBe(0);
   const started = new Set((await t.sql<{ id: string }>(`SELECT DISTINCT id FROM ${t.schema}.js_runs`)).map((r) => r.id));
   expect(ids.filter((id) => !started.has(id))).toEqual([]);
   expect(started.size).toBe(total);

@@ -27,7 +27,7 @@ it("SIGKILLing random workers in the middle of their jobs loses no job and never
   const began = performance.now();
   const generation = Array.from({ length: WORKERS }, () => 0);
   const live: Spawned[] = generation.map((_, slot) => t.worker(`w${slot + 1}.0`, WORKER_ARGS));
-  const doneCount = async () => (await t.sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${s}.jobs WHERE status = 'done'`))[0]!.n;
+  const doneCount = async () => (await t.sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${s}.all_jobs WHERE status = 'done'`))[0]!.n;
   const noneExitedOnItsOwn = async () => {
     for (const worker of live) {
       if (worker.hasExited()) throw new Error(`${worker.name} exited on its own (${JSON.stringify(await worker.exited)}): ${worker.stderr().slice(-2000)}`);
@@ -73,7 +73,7 @@ it("SIGKILLing random workers in the middle of their jobs loses no job and never
   // Every job done, and its effect recorded (a finished run) at least once.
   expect(await t.statusCounts()).toEqual({ done: JOBS });
   const { missing } = await one<{ missing: number }>(
-    `SELECT count(*)::int AS missing FROM ${s}.jobs j WHERE NOT EXISTS (SELECT 1 FROM ${s}.effects e WHERE e.job_id = j.id AND e.ended_at IS NOT NULL)`,
+    `SELECT count(*)::int AS missing FROM ${s}.all_jobs j WHERE NOT EXISTS (SELECT 1 FROM ${s}.effects e WHERE e.job_id = j.id AND e.ended_at IS NOT NULL)`,
   );
   expect(missing).toBe(0);
 
@@ -120,7 +120,7 @@ it("SIGKILLing random workers in the middle of their jobs loses no job and never
            (SELECT count(*)::int FROM ${s}.effects WHERE ended_at IS NULL) AS killed_runs,
            (SELECT count(*)::int FROM ${s}.effects e JOIN ${s}.jobs j ON j.id = e.job_id
               WHERE e.attempt <> j.attempts AND e.worker NOT IN (SELECT worker FROM ${s}.kills)) AS unexcused,
-           (SELECT max(attempts)::int FROM ${s}.jobs) AS max_attempts`);
+           (SELECT max(attempts)::int FROM ${s}.all_jobs) AS max_attempts`);
   expect(unexcused).toBe(0);
   expect(killed_runs).toBeGreaterThan(0); // the kills did land on running handlers
 

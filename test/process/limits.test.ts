@@ -16,7 +16,7 @@ async function enqueue(keys: readonly string[], n: number, payload: object): Pro
   for (let i = 0; i < specs.length; i += 5_000) await t.errand.enqueueMany(specs.slice(i, i + 5_000));
 }
 
-const doneCount = async () => Number((await t.sql<{ n: string }>(`SELECT count(*) AS n FROM ${t.schema}.jobs WHERE status = 'done'`))[0]!.n);
+const doneCount = async () => Number((await t.sql<{ n: string }>(`SELECT count(*) AS n FROM ${t.schema}.all_jobs WHERE status = 'done'`))[0]!.n);
 
 describe("limits across worker processes", () => {
   it("4 workers, 10,000 jobs over 50 keys limited to 2 each: never more than 2 of a key at once, none lost", async () => {
@@ -43,7 +43,7 @@ describe("limits across worker processes", () => {
     expect(Number(runs)).toBe(10_000);
     expect(Number(keyed)).toBe(50);
     expect(await t.statusCounts()).toEqual({ done: 10_000 });
-    const [{ extra }] = (await t.sql<{ extra: string }>(`SELECT count(*) AS extra FROM ${t.schema}.jobs WHERE attempts <> 1`)) as [{ extra: string }];
+    const [{ extra }] = (await t.sql<{ extra: string }>(`SELECT count(*) AS extra FROM ${t.schema}.all_jobs WHERE attempts <> 1`)) as [{ extra: string }];
     expect(Number(extra)).toBe(0);
   }, 300_000);
 
@@ -52,10 +52,10 @@ describe("limits across worker processes", () => {
     await enqueue(["api"], 220, { ms: 1 });
     for (let i = 0; i < 3; i++) t.worker(`w.${i}`, ARGS);
     await eventually(async () => (await doneCount()) === 220, 30_000, "220 jobs done").catch(async (e: unknown) => {
-      console.log(await t.sql(`SELECT status, attempts, count(*) FROM ${t.schema}.jobs GROUP BY 1, 2`), t.processes.map((p) => p.stderr().slice(-2000)));
+      console.log(await t.sql(`SELECT status, attempts, count(*) FROM ${t.schema}.all_jobs GROUP BY 1, 2`), t.processes.map((p) => p.stderr().slice(-2000)));
       throw e;
     });
-    const starts = (await t.sql<{ at: number }>(`SELECT extract(epoch FROM started_at)::float8 * 1000 AS at FROM ${t.schema}.jobs ORDER BY started_at`)).map((r) => Number(r.at));
+    const starts = (await t.sql<{ at: number }>(`SELECT extract(epoch FROM started_at)::float8 * 1000 AS at FROM ${t.schema}.all_jobs ORDER BY started_at`)).map((r) => Number(r.at));
     // Every window of one second that begins at a start (the fullest ones do).
     let fullest = 0;
     for (let i = 0, j = 0; i < starts.length; i++) {
@@ -70,7 +70,7 @@ describe("limits across worker processes", () => {
     expect(perSecond).toBeLessThanOrEqual(20);
     const workers = await t.sql<{ worker: string }>(`SELECT DISTINCT worker FROM ${t.schema}.effects`);
     expect(workers.length).toBeGreaterThan(1); // the limit was shared, not one worker's
-    const [{ extra }] = (await t.sql<{ extra: string }>(`SELECT count(*) AS extra FROM ${t.schema}.jobs WHERE attempts <> 1`)) as [{ extra: string }];
+    const [{ extra }] = (await t.sql<{ extra: string }>(`SELECT count(*) AS extra FROM ${t.schema}.all_jobs WHERE attempts <> 1`)) as [{ extra: string }];
     expect(Number(extra)).toBe(0);
   }, 60_000);
 
@@ -80,10 +80,10 @@ describe("limits across worker processes", () => {
     await eventually(async () => (await doneCount()) > 200, 60_000, "tenant A's jobs running");
     const [{ at }] = (await t.sql<{ at: number }>(`SELECT extract(epoch FROM clock_timestamp())::float8 * 1000 AS at`)) as [{ at: number }];
     await enqueue(["tenant:B"], 10, { ms: 20 });
-    await eventually(async () => Number((await t.sql<{ n: string }>(`SELECT count(*) AS n FROM ${t.schema}.jobs WHERE concurrency_key = 'tenant:B' AND started_at IS NOT NULL`))[0]!.n) === 10, 30_000, "B's jobs started");
+    await eventually(async () => Number((await t.sql<{ n: string }>(`SELECT count(*) AS n FROM ${t.schema}.all_jobs WHERE concurrency_key = 'tenant:B' AND started_at IS NOT NULL`))[0]!.n) === 10, 30_000, "B's jobs started");
     const [b] = await t.sql<{ last: number; waiting: string }>(`
-      SELECT (SELECT extract(epoch FROM max(started_at))::float8 * 1000 FROM ${t.schema}.jobs WHERE concurrency_key = 'tenant:B') AS last,
-             (SELECT count(*) FROM ${t.schema}.jobs WHERE concurrency_key = 'tenant:A' AND status = 'ready') AS waiting`);
+      SELECT (SELECT extract(epoch FROM max(started_at))::float8 * 1000 FROM ${t.schema}.all_jobs WHERE concurrency_key = 'tenant:B') AS last,
+             (SELECT count(*) FROM ${t.schema}.all_jobs WHERE concurrency_key = 'tenant:A' AND status = 'ready') AS waiting`);
     const latency = Number(b!.last) - Number(at);
     console.log(`fairness: B's 10 jobs all started ${Math.round(latency)} ms after their enqueue, with ${b!.waiting} of A's still waiting`);
     // The bound: 4 workers × 10 slots free about 2,000 slots a second (20 ms jobs); B gets every other one.

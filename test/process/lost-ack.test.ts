@@ -11,20 +11,21 @@ afterEach(() => t.cleanup());
 /**
  * Makes the write that marks a job done lose its connection (the backend terminates
  * itself mid-statement, so the client sees exactly what a network drop looks like)
- * whenever `condition` (SQL) holds. Nothing else is affected: claims, heartbeats,
- * releases and rescues go through.
+ * whenever `condition` (SQL) holds: the update to done, or the delete of a running row
+ * that moves it to done_jobs. Nothing else is affected: claims, heartbeats, releases and
+ * rescues go through.
  */
 async function dropAcknowledgements(condition: string): Promise<void> {
   await t.sql(`
     CREATE FUNCTION ${t.schema}.drop_ack() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
-      IF OLD.status = 'running' AND NEW.status = 'done' AND (${condition}) THEN
+      IF OLD.status = 'running' AND (CASE TG_OP WHEN 'DELETE' THEN true ELSE NEW.status = 'done' END) AND (${condition}) THEN
         PERFORM pg_terminate_backend(pg_backend_pid());
         PERFORM pg_sleep(5);
       END IF;
-      RETURN NEW;
+      RETURN CASE TG_OP WHEN 'DELETE' THEN OLD ELSE NEW END;
     END $$`);
-  await t.sql(`CREATE TRIGGER drop_ack BEFORE UPDATE ON ${t.schema}.jobs FOR EACH ROW EXECUTE FUNCTION ${t.schema}.drop_ack()`);
+  await t.sql(`CREATE TRIGGER drop_ack BEFORE UPDATE OR DELETE ON ${t.schema}.jobs FOR EACH ROW EXECUTE FUNCTION ${t.schema}.drop_ack()`);
 }
 
 const completeErrors = (logs: readonly Record<string, unknown>[]) => logs.filter((l) => l.event === "error" && l.during === "complete");
@@ -51,9 +52,9 @@ describe("lost acknowledgements", () => {
     // The handler succeeded; the worker keeps trying to say so, and keeps the lease meanwhile.
     await eventually(async () => (await t.effects(id))[0]?.ended_at, 15_000, "the handler to succeed");
     await eventually(() => completeErrors(a.logs).length >= 2, 10_000, "completion retries");
-    const [{ until: before }] = (await t.sql(`SELECT locked_until AS until FROM ${t.schema}.jobs WHERE id = $1`, [id])) as [{ until: Date }];
+    const [{ until: before }] = (await t.sql(`SELECT locked_until AS until FROM ${t.schema}.all_jobs WHERE id = $1`, [id])) as [{ until: Date }];
     await eventually(
-      async () => ((await t.sql(`SELECT locked_until AS until FROM ${t.schema}.jobs WHERE id = $1`, [id])) as [{ until: Date }])[0].until > new Date(before.getTime() + 1000),
+      async () => ((await t.sql(`SELECT locked_until AS until FROM ${t.schema}.all_jobs WHERE id = $1`, [id])) as [{ until: Date }])[0].until > new Date(before.getTime() + 1000),
       5_000,
       "the heartbeat to extend the lease of the unacknowledged job",
     );

@@ -37,7 +37,7 @@ describe("pausing a queue while worker processes run it", () => {
     expect(startedBefore).toBeLessThan(total);
     // Nothing charged: every job not started is ready with no attempt spent.
     const counts = await t.sql<{ status: string; attempts: number; n: number }>(
-      `SELECT status, attempts, count(*)::int AS n FROM ${t.schema}.jobs WHERE queue = 'work' GROUP BY status, attempts ORDER BY status`,
+      `SELECT status, attempts, count(*)::int AS n FROM ${t.schema}.all_jobs WHERE queue = 'work' GROUP BY status, attempts ORDER BY status`,
     );
     expect(counts).toEqual([
       { status: "done", attempts: 1, n: startedBefore },

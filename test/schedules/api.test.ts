@@ -14,7 +14,7 @@ afterEach(() => t.cleanup());
 
 const hourly = (over: Partial<ScheduleSpec> = {}): ScheduleSpec => ({ name: "hourly", cron: "0 * * * *", kind: "report", payload: { to: "ops" }, ...over });
 const at = (iso: string) => new Date(iso);
-const jobs = () => t.sql<{ id: string; run_at: Date; status: string; dedupe_key: string }>(`SELECT id, run_at, status, dedupe_key FROM ${t.schema}.jobs ORDER BY run_at`);
+const jobs = () => t.sql<{ id: string; run_at: Date; status: string; dedupe_key: string }>(`SELECT id, run_at, status, dedupe_key FROM ${t.schema}.all_jobs ORDER BY run_at`);
 const slots = async () => (await jobs()).map((job) => new Date(job.run_at).toISOString());
 const finish = (status = "done") => t.sql(`UPDATE ${t.schema}.jobs SET status = $1, finished_at = now() WHERE status IN ('ready', 'running')`, [status]);
 
@@ -191,7 +191,7 @@ describe("many schedules", () => {
     await schedules.declare(Array.from({ length: 150 }, (_, i) => hourly({ name: `s${i}` })));
     const tick = await schedules.scheduler().runOnce(at("2026-01-01T01:00:01Z"));
     expect(tick.events.filter((e) => e.type === "enqueued")).toHaveLength(150);
-    expect(await t.sql(`SELECT count(DISTINCT dedupe_key)::int AS n FROM ${t.schema}.jobs`)).toEqual([{ n: 150 }]);
+    expect(await t.sql(`SELECT count(DISTINCT dedupe_key)::int AS n FROM ${t.schema}.all_jobs`)).toEqual([{ n: 150 }]);
   });
 
   it("a schedule whose job cannot be enqueued reports an error naming it, and the others still run", async () => {

@@ -15,7 +15,7 @@ async function slotsBetween(cron: string, timezone: string, from: string, to: st
   for (let at = Date.parse(from); at <= Date.parse(to); at += 30 * 60_000) {
     await scheduler.runOnce(new Date(at));
   }
-  const rows = await t.sql<{ run_at: Date; dedupe_key: string }>(`SELECT run_at, dedupe_key FROM ${t.schema}.jobs ORDER BY run_at`);
+  const rows = await t.sql<{ run_at: Date; dedupe_key: string }>(`SELECT run_at, dedupe_key FROM ${t.schema}.all_jobs ORDER BY run_at`);
   for (const row of rows) expect(row.dedupe_key).toBe(`schedule:dst:${new Date(row.run_at).toISOString()}`);
   return rows.map((row) => new Date(row.run_at).toISOString());
 }
@@ -59,7 +59,7 @@ describe("schedules across DST (2026)", () => {
     for (const at of ["2026-11-01T05:30:10Z", "2026-11-01T06:10:00Z", "2026-11-01T06:30:10Z", "2026-11-01T06:59:00Z"]) {
       await scheduler.runOnce(new Date(at));
     }
-    expect(await t.sql(`SELECT count(*)::int AS n FROM ${t.schema}.jobs`)).toEqual([{ n: 1 }]);
+    expect(await t.sql(`SELECT count(*)::int AS n FROM ${t.schema}.all_jobs`)).toEqual([{ n: 1 }]);
     const [info] = await t.errand.schedules.list();
     expect(info!.nextRun?.toISOString()).toBe("2026-11-02T06:30:00.000Z");
   });

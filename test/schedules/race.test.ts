@@ -44,7 +44,7 @@ describe("two schedulers on one database", () => {
     await a.runOnce(second(30));
 
     const rows = await t.sql<{ key: string; n: number }>(
-      `SELECT dedupe_key AS key, count(*)::int AS n FROM ${t.schema}.jobs GROUP BY dedupe_key ORDER BY dedupe_key`,
+      `SELECT dedupe_key AS key, count(*)::int AS n FROM ${t.schema}.all_jobs GROUP BY dedupe_key ORDER BY dedupe_key`,
     );
     expect(rows.every((row) => row.n === 1)).toBe(true);
     const perSchedule = (name: string) => rows.filter((row) => row.key.startsWith(`schedule:${name}:`)).length;
@@ -69,10 +69,10 @@ describe("two schedulers on one database", () => {
     const a = t.errand.schedules.scheduler({ intervalMs: 50 });
     const b = other.schedules.scheduler({ intervalMs: 50 });
     await Promise.all([a.start(), b.start()]);
-    const count = async () => (await t.sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${t.schema}.jobs`))[0]!.n;
+    const count = async () => (await t.sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${t.schema}.all_jobs`))[0]!.n;
     await eventually(async () => (await count()) >= 3, 15_000, "three slots to be enqueued");
     await Promise.all([a.stop(), b.stop()]);
-    const rows = await t.sql<{ n: number; distinct: number }>(`SELECT count(*)::int AS n, count(DISTINCT run_at)::int AS distinct FROM ${t.schema}.jobs`);
+    const rows = await t.sql<{ n: number; distinct: number }>(`SELECT count(*)::int AS n, count(DISTINCT run_at)::int AS distinct FROM ${t.schema}.all_jobs`);
     expect(rows[0]!.n).toBe(rows[0]!.distinct);
     expect(rows[0]!.n).toBeLessThanOrEqual(Math.ceil((performance.now() - started) / 1000) + 1);
   });

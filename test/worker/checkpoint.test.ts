@@ -7,7 +7,7 @@ const t = useTestErrand();
 const makeDue = () => t.sql(`UPDATE ${t.schema}.jobs SET run_at = now() WHERE status = 'ready'`);
 const row = async (id: string) =>
   (await t.sql<{ status: string; attempts: number; checkpoint: string | null; locked_by: string | null }>(
-    `SELECT status, attempts, checkpoint::text AS checkpoint, locked_by FROM ${t.schema}.jobs WHERE id = $1`,
+    `SELECT status, attempts, checkpoint::text AS checkpoint, locked_by FROM ${t.schema}.all_jobs WHERE id = $1`,
     [id],
   ))[0]!;
 /** What a handler's promise rejected with. */
@@ -96,7 +96,7 @@ describe("ctx.complete(tx)", () => {
             await tx.query(`INSERT INTO ${t.schema}.effects VALUES ($1, 'charged')`, [ctx.id]);
             await ctx.complete(tx);
             // Inside the transaction, the job is done already; outside, not until the commit.
-            expect((await tx.query<{ status: string }>(`SELECT status FROM ${t.schema}.jobs WHERE id = $1`, [ctx.id])).rows[0]?.status).toBe("done");
+            expect((await tx.query<{ status: string }>(`SELECT status FROM ${t.schema}.all_jobs WHERE id = $1`, [ctx.id])).rows[0]?.status).toBe("done");
           }),
       },
     });

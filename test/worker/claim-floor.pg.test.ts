@@ -48,7 +48,7 @@ async function withWorker(body: (parts: Parts) => Promise<void>, options: { poll
 }
 
 const statusOf = async (schema: string, ids: readonly string[]) =>
-  (await admin.query<{ status: string }>(`SELECT status FROM ${schema}.jobs WHERE id = ANY($1::bigint[])`, [ids])).rows.map((r) => r.status);
+  (await admin.query<{ status: string }>(`SELECT status FROM ${schema}.all_jobs WHERE id = ANY($1::bigint[])`, [ids])).rows.map((r) => r.status);
 
 describe("the claim floor, with a transaction beside the worker", () => {
   it("runs a job whose enqueue transaction began before the floor and committed after it", async () => {
@@ -113,7 +113,7 @@ describe("the claim floor, with a transaction beside the worker", () => {
         await other.query("COMMIT");
         expect(await rescuing).toEqual({ ready: 1, dead: 0 });
         const { rows: [order] } = await admin.query<{ below: boolean }>(
-          `SELECT l.run_at < k.run_at - $3 * interval '1 millisecond' AS below FROM ${schema}.jobs l, ${schema}.jobs k WHERE l.id = $1 AND k.id = $2`,
+          `SELECT l.run_at < k.run_at - $3 * interval '1 millisecond' AS below FROM ${schema}.all_jobs l, ${schema}.all_jobs k WHERE l.id = $1 AND k.id = $2`,
           [lost!.id, later!.id, claimFloorSlackMs],
         );
         expect(order?.below).toBe(true);

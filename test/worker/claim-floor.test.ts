@@ -7,7 +7,7 @@ import { eventually, useTestErrand } from "../support/db.js";
 const t = useTestErrand();
 
 const status = async (ids: readonly string[]) =>
-  (await t.sql<{ status: string }>(`SELECT status FROM ${t.schema}.jobs WHERE id = ANY($1::bigint[]) ORDER BY id`, [ids])).map((r) => r.status);
+  (await t.sql<{ status: string }>(`SELECT status FROM ${t.schema}.all_jobs WHERE id = ANY($1::bigint[]) ORDER BY id`, [ids])).map((r) => r.status);
 const allDone = (ids: readonly string[]) => async () => (await status(ids)).every((s) => s === "done");
 const anHourAgo = () => new Date(Date.now() - 3_600_000);
 

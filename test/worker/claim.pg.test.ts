@@ -32,7 +32,7 @@ describe("claiming under contention", () => {
     try {
       await Promise.all(workers.map((w) => w.start()));
       await eventually(
-        async () => (await admin.query(`SELECT count(*)::int AS n FROM ${schema}.jobs WHERE status = 'done'`)).rows[0].n === total,
+        async () => (await admin.query(`SELECT count(*)::int AS n FROM ${schema}.all_jobs WHERE status = 'done'`)).rows[0].n === total,
         60_000,
         "every job done",
       );

@@ -48,6 +48,6 @@ describe("a worker's clock", () => {
       await worker.stop({ timeout: 5_000 });
     }
     // The handler returned after the abort: a success is still written (the database's lease held).
-    expect(await t.sql(`SELECT status FROM ${t.schema}.jobs`)).toEqual([{ status: "done" }]);
+    expect(await t.sql(`SELECT status FROM ${t.schema}.all_jobs`)).toEqual([{ status: "done" }]);
   });
 });

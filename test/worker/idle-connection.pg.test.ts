@@ -23,7 +23,7 @@ it("an idle worker holds only its listening connection, and runs a job without o
     const { id } = await t.errand.enqueue("ping", {});
     await eventually(() => ran.includes(id), 10_000, "the job to run");
     // Its claim and its completion ran on the listening connection.
-    await eventually(async () => (await t.sql<{ status: string }>(`SELECT status FROM ${t.schema}.jobs`))[0]?.status === "done", 10_000, "the job's outcome to be written");
+    await eventually(async () => (await t.sql<{ status: string }>(`SELECT status FROM ${t.schema}.all_jobs`))[0]?.status === "done", 10_000, "the job's outcome to be written");
     expect(opened).toBe(before);
   } finally {
     await worker.stop();

@@ -21,7 +21,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const row = async (id: string) =>
   (await t.sql<{ status: string; checkpoint: unknown; progress: unknown; result: unknown; attempts: number; last_error: string | null }>(
-    `SELECT status, checkpoint, progress, result, attempts, last_error FROM ${t.schema}.jobs WHERE id = $1`, [id]))[0]!;
+    `SELECT status, checkpoint, progress, result, attempts, last_error FROM ${t.schema}.all_jobs WHERE id = $1`, [id]))[0]!;
 
 describe.each(modes)("an isolated handler (%s)", (mode) => {
   const handler = (name: string) => isolated(fixture, { mode, export: name });

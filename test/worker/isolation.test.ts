@@ -173,7 +173,7 @@ describe.each(modes)("a worker with an isolated kind that blocks forever (%s)", 
     const kept = await t.errand.enqueue("spin", { pidFile: pidFile("kept") }, { maxAttempts: 3 });
     await t.errand.enqueueMany(Array.from({ length: 40 }, (_, i) => ({ kind: "quick", payload: { i } })));
     const count = async (status: string, kind: string) =>
-      Number((await t.sql<{ n: string }>(`SELECT count(*) AS n FROM ${t.schema}.jobs WHERE status = $1 AND kind = $2`, [status, kind]))[0]!.n);
+      Number((await t.sql<{ n: string }>(`SELECT count(*) AS n FROM ${t.schema}.all_jobs WHERE status = $1 AND kind = $2`, [status, kind]))[0]!.n);
     await worker.start();
     try {
       await eventually(async () => (await count("done", "quick")) === 40, 20_000, "the ordinary jobs to finish beside the spinning ones");
@@ -196,7 +196,7 @@ describe.each(modes)("a worker with an isolated kind that blocks forever (%s)", 
       await worker.stop({ timeout: 0 });
     }
     const rows = await t.sql<{ id: string; status: string; attempts: number; last_error: string | null }>(
-      `SELECT id::text, status, attempts, last_error FROM ${t.schema}.jobs WHERE kind = 'spin' ORDER BY id`,
+      `SELECT id::text, status, attempts, last_error FROM ${t.schema}.all_jobs WHERE kind = 'spin' ORDER BY id`,
     );
     expect(rows).toMatchObject([
       { id: lost.id, status: "dead", attempts: 1, last_error: expect.stringMatching(/lease expired on attempt 1 of 1/) },

@@ -7,7 +7,7 @@ const t = useTestErrand();
 
 describe("adaptive prefetch", () => {
   it("adapts its prefetch: big batches for fast jobs, no hoarding of slow ones", async () => {
-    const running = async () => (await t.sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${t.schema}.jobs WHERE status = 'running'`))[0]!.n;
+    const running = async () => (await t.sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${t.schema}.all_jobs WHERE status = 'running'`))[0]!.n;
     await t.errand.enqueueMany(Array.from({ length: 4000 }, () => ({ kind: "fast", payload: {} })));
     let gateOpen = false;
     let release!: () => void;
@@ -19,7 +19,7 @@ describe("adaptive prefetch", () => {
     // Fast jobs: the worker soon leases more than concurrency + concurrency at once.
     let most = 0;
     await eventually(async () => (most = Math.max(most, await running())) > 8, 20_000, "a batch larger than the fixed default");
-    await eventually(async () => (await t.sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${t.schema}.jobs WHERE status <> 'done'`))[0]!.n === 0, 30_000, "the fast jobs");
+    await eventually(async () => (await t.sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${t.schema}.all_jobs WHERE status <> 'done'`))[0]!.n === 0, 30_000, "the fast jobs");
     // Slow jobs: once the adaptation window (a quarter second, on the process clock) has
     // seen nothing finish, the worker claims only what it can start: nothing is buffered.
     await new Promise((resolve) => setTimeout(resolve, 600));
@@ -36,9 +36,9 @@ describe("adaptive prefetch", () => {
 describe("jobs queued behind slow ones", () => {
   it("are given back by a busy worker's buffer and run by an idle worker", { timeout: 60_000 }, async () => {
     const shortDone = async () =>
-      (await t.sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${t.schema}.jobs WHERE kind = 'short' AND status = 'done'`))[0]!.n;
+      (await t.sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${t.schema}.all_jobs WHERE kind = 'short' AND status = 'done'`))[0]!.n;
     const heldBy = async (worker: string) =>
-      (await t.sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${t.schema}.jobs WHERE kind = 'short' AND status = 'running' AND locked_by = $1`, [worker]))[0]!.n;
+      (await t.sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${t.schema}.all_jobs WHERE kind = 'short' AND status = 'running' AND locked_by = $1`, [worker]))[0]!.n;
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
     // Fast jobs first, so the busy worker's adaptive prefetch is large when it reaches the

@@ -14,8 +14,8 @@ interface Row {
   attempts: number;
   started: boolean;
 }
-const rows = () => t.sql<Row>(`SELECT id::text, kind, queue, status, attempts, started_at IS NOT NULL AS started FROM ${t.schema}.jobs ORDER BY id`);
-const count = async () => Number((await t.sql<{ n: string }>(`SELECT count(*) AS n FROM ${t.schema}.jobs`))[0]!.n);
+const rows = () => t.sql<Row>(`SELECT id::text, kind, queue, status, attempts, started_at IS NOT NULL AS started FROM ${t.schema}.all_jobs ORDER BY id`);
+const count = async () => Number((await t.sql<{ n: string }>(`SELECT count(*) AS n FROM ${t.schema}.all_jobs`))[0]!.n);
 
 /** A handler that blocks until `open()`; `started` lists the ids it began, in order. */
 function gated() {

@@ -15,7 +15,7 @@ interface Row {
   errors: { attempt: number; error: string; started?: boolean }[];
 }
 const rows = () =>
-  t.sql<Row>(`SELECT id::text, status, attempts, started_at IS NOT NULL AS started, last_error, errors FROM ${t.schema}.jobs j ORDER BY j.id`);
+  t.sql<Row>(`SELECT id::text, status, attempts, started_at IS NOT NULL AS started, last_error, errors FROM ${t.schema}.all_jobs j ORDER BY j.id`);
 /** SQL time travel: every lease ran out a minute ago. */
 const expireLeases = () => t.sql(`UPDATE ${t.schema}.jobs SET locked_until = now() - interval '1 minute' WHERE status = 'running'`);
 

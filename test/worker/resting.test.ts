@@ -36,7 +36,7 @@ it("starts a job due later when it is due, with no poll to find it", async () =>
   } finally {
     await worker.stop();
   }
-  const [row] = await t.sql<{ on_time: boolean }>(`SELECT started_at >= run_at AS on_time FROM ${t.schema}.jobs`);
+  const [row] = await t.sql<{ on_time: boolean }>(`SELECT started_at >= run_at AS on_time FROM ${t.schema}.all_jobs`);
   expect(row?.on_time).toBe(true);
 });
 
@@ -72,7 +72,7 @@ it("starts a retry this worker wrote when it is due, with no poll to find it", a
   await worker.start();
   try {
     await t.errand.enqueue("flaky", {}, { retry: { baseDelayMs: 500, jitter: 0 } });
-    await eventually(async () => (await t.sql<{ status: string }>(`SELECT status FROM ${t.schema}.jobs`))[0]?.status === "done", 10_000, "the retry to run");
+    await eventually(async () => (await t.sql<{ status: string }>(`SELECT status FROM ${t.schema}.all_jobs`))[0]?.status === "done", 10_000, "the retry to run");
   } finally {
     await worker.stop();
   }

@@ -5,7 +5,7 @@ import { eventually, useTestErrand } from "../support/db.js";
 
 const t = useTestErrand();
 
-const status = async (id: string) => (await t.sql<{ status: string; last_error: string | null }>(`SELECT status, last_error FROM ${t.schema}.jobs WHERE id = $1`, [id]))[0]!;
+const status = async (id: string) => (await t.sql<{ status: string; last_error: string | null }>(`SELECT status, last_error FROM ${t.schema}.all_jobs WHERE id = $1`, [id]))[0]!;
 const counts = async () =>
   (await t.sql<{ timed_out: string; cancelled: string; failed: string }>(
     `SELECT coalesce(sum(timed_out), 0)::text AS timed_out, coalesce(sum(cancelled), 0)::text AS cancelled, coalesce(sum(failed), 0)::text AS failed FROM ${t.schema}.outcome_counts`,
@@ -18,7 +18,7 @@ describe("maximum run time", () => {
       await expect(t.errand.enqueue("k", {}, { timeoutMs: bad })).rejects.toThrow(/timeoutMs/);
       await expect(t.errand.enqueueMany([{ kind: "k" }, { kind: "k", timeoutMs: bad }])).rejects.toThrow(/jobs\[1\]\.timeoutMs/);
     }
-    expect(await t.sql(`SELECT id FROM ${t.schema}.jobs`)).toEqual([]);
+    expect(await t.sql(`SELECT id FROM ${t.schema}.all_jobs`)).toEqual([]);
   });
 
   it("fires the signal with a timeout reason, fails the attempt and counts it; a late result is ignored", async () => {

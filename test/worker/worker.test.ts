@@ -9,7 +9,7 @@ const t = useTestErrand();
 const makeDue = () => t.sql(`UPDATE ${t.schema}.jobs SET run_at = now() WHERE status = 'ready'`);
 const row = async (id: string) =>
   (await t.sql<{ status: string; attempts: number; last_error: string | null; wait_s: number; errors: { attempt: number; error: string }[] }>(
-    `SELECT status, attempts, last_error, extract(epoch FROM run_at - now())::float8 AS wait_s, errors FROM ${t.schema}.jobs WHERE id = $1`,
+    `SELECT status, attempts, last_error, extract(epoch FROM run_at - now())::float8 AS wait_s, errors FROM ${t.schema}.all_jobs WHERE id = $1`,
     [id],
   ))[0]!;
 
@@ -72,7 +72,7 @@ describe("worker", () => {
       const b = await custom.errand.enqueue("fast", {}, { retry: { baseDelayMs: 10_000 }, maxAttempts: 5 });
       const worker = custom.errand.worker({ handlers: { fast: async () => { throw new Error("no"); } } });
       await worker.runOnce();
-      const waits = await custom.sql<{ id: string; wait_s: number }>(`SELECT id::text, extract(epoch FROM run_at - now())::float8 AS wait_s FROM ${custom.schema}.jobs j ORDER BY j.id`);
+      const waits = await custom.sql<{ id: string; wait_s: number }>(`SELECT id::text, extract(epoch FROM run_at - now())::float8 AS wait_s FROM ${custom.schema}.all_jobs j ORDER BY j.id`);
       expect(waits[0]!.wait_s).toBeGreaterThan(0.5);
       expect(waits[0]!.wait_s).toBeLessThanOrEqual(1);
       expect(waits[1]!.wait_s).toBeGreaterThan(9);
@@ -141,7 +141,7 @@ describe("worker", () => {
       },
     });
     await worker.start();
-    await eventually(async () => (await t.sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${t.schema}.jobs WHERE status = 'done'`))[0]!.n === 300, 20_000, "300 done");
+    await eventually(async () => (await t.sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${t.schema}.all_jobs WHERE status = 'done'`))[0]!.n === 300, 20_000, "300 done");
     await worker.stop();
     expect(peak).toBeLessThanOrEqual(7);
     expect(peak).toBeGreaterThan(1);
@@ -159,7 +159,7 @@ describe("worker", () => {
     release();
     await stopping;
     const counts = await t.sql<{ status: string; attempts: number; n: number }>(
-      `SELECT status, attempts, count(*)::int AS n FROM ${t.schema}.jobs GROUP BY 1, 2 ORDER BY 1`,
+      `SELECT status, attempts, count(*)::int AS n FROM ${t.schema}.all_jobs GROUP BY 1, 2 ORDER BY 1`,
     );
     expect(counts).toEqual([
       { status: "done", attempts: 1, n: 2 },
@@ -210,13 +210,13 @@ describe("thrown values", () => {
     });
     await worker.start();
     await eventually(
-      async () => (await t.sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${t.schema}.jobs WHERE status = 'running' OR attempts = 0`))[0]!.n === 0,
+      async () => (await t.sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${t.schema}.all_jobs WHERE status = 'running' OR attempts = 0`))[0]!.n === 0,
       20_000,
       "every job to have run",
     );
     await worker.stop();
     const after = await t.sql<{ id: string; status: string; attempts: number; last_error: string | null }>(
-      `SELECT id::text, status, attempts, last_error FROM ${t.schema}.jobs j ORDER BY j.id`,
+      `SELECT id::text, status, attempts, last_error FROM ${t.schema}.all_jobs j ORDER BY j.id`,
     );
     expect(after.slice(0, nasty.length).map((r) => [r.status, r.attempts, typeof r.last_error])).toEqual(nasty.map(() => ["ready", 1, "string"]));
     expect(after.slice(nasty.length).map((r) => [r.status, r.attempts])).toEqual(jobs.slice(nasty.length).map(() => ["done", 1]));
