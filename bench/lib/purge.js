@@ -9,14 +9,17 @@ import { backendsOf, cpuBetween, postgresCpu } from "./pg-cpu.js";
 
 const day = 86_400_000;
 
-/** `rows` done jobs finished 7 to 14 days ago: the week a purge with the default retention deletes. */
+/**
+ * `rows` done jobs finished 7 to 14 days ago, in done_jobs as the worker leaves them (ids
+ * below the jobs table's, which start at 1): the week a purge with the default retention deletes.
+ */
 async function weekPastRetention(ns, rows) {
   await withPg(async (c) => {
     await c.query(`
-      INSERT INTO "${ns}".jobs (kind, payload, status, attempts, run_at, created_at, started_at, finished_at)
-      SELECT 'bench_history', jsonb_build_object('i', g), 'done', 1, t, t, t, t
+      INSERT INTO "${ns}".done_jobs (id, kind, payload, status, priority, attempts, max_attempts, run_at, errors, created_at, started_at, finished_at, queue)
+      SELECT -g, 'bench_history', jsonb_build_object('i', g), 'done', 0, 1, 8, t, '[]', t, t, t, 'default'
       FROM generate_series(1, $1::int) AS g, LATERAL (SELECT now() - interval '7 days 1 hour' - (g::float8 / $1) * interval '7 days' AS t) AS at`, [rows]);
-    await c.query(`VACUUM ANALYZE "${ns}".jobs`);
+    await c.query(`VACUUM ANALYZE "${ns}".done_jobs`);
   });
 }
 

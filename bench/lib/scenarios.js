@@ -279,24 +279,28 @@ async function latency(system, ns, { seconds, rate }) {
 /**
  * A history as a busy installation whose table autovacuum never got to would have it:
  * `rows` jobs (kind "bench_history", one per second over the last `rows` seconds, capped
- * at 7 days back, as the pruner keeps) inserted ready and then finished (90 % done, 10 %
- * dead) by a second statement, so every finished row left a dead row version behind, with
- * its entry in jobs_ready. Autovacuum is off for the table and nothing analyses it.
+ * at 7 days back, as the pruner keeps) inserted ready and then finished as errand's worker
+ * finishes them: 90 % done, moved to done_jobs (migration 018), 10 % dead, marked so in
+ * jobs. Every finished row left a dead row version behind in jobs, with its entry in
+ * jobs_ready. Autovacuum is off for both tables and nothing analyses them.
  * Returns the seconds the generation took.
  */
 export async function history(ns, rows) {
   const started = performance.now();
   await withPg(async (c) => {
     await c.query(`ALTER TABLE "${ns}".jobs SET (autovacuum_enabled = false)`);
+    await c.query(`ALTER TABLE "${ns}".done_jobs SET (autovacuum_enabled = false)`);
     await c.query(`
       INSERT INTO "${ns}".jobs (kind, payload, run_at, created_at)
       SELECT 'bench_history', jsonb_build_object('i', g), t, t
       FROM generate_series(1, $1::int) AS g, LATERAL (SELECT now() - least(interval '7 days', ($1::int - g) * interval '1 second') - interval '1 minute' AS t) AS at`, [rows]);
     await c.query(`
+      WITH gone AS (DELETE FROM "${ns}".jobs WHERE kind = 'bench_history' AND id % 10 <> 0 RETURNING *)
+      INSERT INTO "${ns}".done_jobs (id, kind, payload, status, priority, attempts, max_attempts, run_at, errors, created_at, started_at, finished_at, queue)
+      SELECT id, kind, payload, 'done', priority, 1, max_attempts, run_at, errors, created_at, run_at, run_at + interval '10 milliseconds', queue FROM gone`);
+    await c.query(`
       UPDATE "${ns}".jobs
-      SET status = CASE WHEN id % 10 = 0 THEN 'dead' ELSE 'done' END, attempts = 1,
-          started_at = run_at, finished_at = run_at + interval '10 milliseconds',
-          last_error = CASE WHEN id % 10 = 0 THEN 'Error: boom' END
+      SET status = 'dead', attempts = 1, started_at = run_at, finished_at = run_at + interval '10 milliseconds', last_error = 'Error: boom'
       WHERE kind = 'bench_history'`);
   });
   return (performance.now() - started) / 1000;
@@ -401,8 +405,9 @@ export function scenarios(cfg) {
         try {
           return await processJobs(s, ns, { count: cfg.historyJobs, capMs: cfg.capMs, mode: "default", reuse: true, before: async (n) => {
             await withPg(async (c) => {
-              await c.query(`UPDATE "${n}".jobs SET kind = 'bench_history' WHERE kind = 'bench'`); // the last run's jobs are history now
+              await c.query(`UPDATE "${n}".done_jobs SET kind = 'bench_history' WHERE kind = 'bench'`); // the last run's jobs are history now
               await c.query(`VACUUM ANALYZE "${n}".jobs`);
+              await c.query(`VACUUM ANALYZE "${n}".done_jobs`);
             });
           } });
         } finally {

@@ -76,7 +76,11 @@ export function create(ns, { connections } = {}) {
       return { stop: () => worker.stop({ timeout: 5_000 }) };
     },
     async completed() {
-      return withPg(async (c) => Number((await c.query(`SELECT count(*) FROM "${ns}".jobs WHERE status = 'done' AND kind = 'bench'`)).rows[0].count));
+      return withPg(async (c) => {
+        // all_jobs (migration 018): done jobs are in done_jobs too; a build from before it (bench/ab.js) has jobs only.
+        const table = (await c.query(`SELECT to_regclass($1) IS NULL AS old`, [`"${ns}".all_jobs`])).rows[0].old ? "jobs" : "all_jobs";
+        return Number((await c.query(`SELECT count(*) FROM "${ns}".${table} WHERE status = 'done' AND kind = 'bench'`)).rows[0].count);
+      });
     },
     /**
      * `seeded` minus the bench jobs completed since the probe opened, from done_counts: the
