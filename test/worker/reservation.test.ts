@@ -16,6 +16,8 @@ interface Row {
 }
 const rows = () =>
   t.sql<Row>(`SELECT id::text, status, attempts, started_at IS NOT NULL AS started, last_error, errors FROM ${t.schema}.all_jobs j ORDER BY j.id`);
+/** A handler that runs until its signal aborts it (a worker's stop with no timeout). */
+const untilAborted = (_: unknown, ctx: { signal: AbortSignal }) => new Promise<void>((resolve) => ctx.signal.addEventListener("abort", () => resolve()));
 /** SQL time travel: every lease ran out a minute ago. */
 const expireLeases = () => t.sql(`UPDATE ${t.schema}.jobs SET locked_until = now() - interval '1 minute' WHERE status = 'running'`);
 
@@ -113,7 +115,7 @@ describe("jobs claimed ahead", () => {
     const worker = t.errand.worker({
       concurrency: 4,
       prefetch: 2,
-      handlers: { slow: (_: unknown, ctx) => new Promise<void>((resolve) => ctx.signal.addEventListener("abort", () => resolve())) },
+      handlers: { slow: untilAborted },
     });
     await worker.start();
     await eventually(async () => (await rows()).every((r) => r.status === "running"), 10_000, "four running, two buffered");
@@ -128,7 +130,7 @@ describe("jobs claimed ahead", () => {
     const worker = t.errand.worker({
       concurrency: 2,
       prefetch: 4,
-      handlers: { slow: (_: unknown, ctx) => new Promise<void>((resolve) => ctx.signal.addEventListener("abort", () => resolve())) },
+      handlers: { slow: untilAborted },
     });
     await worker.start();
     await eventually(async () => (await rows()).every((r) => r.status === "running"), 10_000, "two running, four buffered");
