@@ -40,16 +40,23 @@ it("SIGKILLing random workers in the middle of their jobs loses no job and never
   // share of the jobs is done, on a random worker caught with a handler running — so
   // every kill interrupts work, however fast or slow the machine is.
   for (let kill = 1; kill <= KILLS; kill++) {
-    const slot = Math.floor(Math.random() * WORKERS);
-    const victim = live[slot]!;
+    // The victim is drawn among the workers caught running a handler, not drawn first and
+    // waited for: a worker just restarted may get no job before the queue runs dry.
+    let victim: Spawned | undefined;
     await eventually(
       async () => {
         await noneExitedOnItsOwn();
-        return (await doneCount()) >= (kill * JOBS) / (KILLS + 2) && (await running(victim));
+        if ((await doneCount()) < (kill * JOBS) / (KILLS + 2)) return false;
+        const busy: Spawned[] = [];
+        for (const worker of live) if (await running(worker)) busy.push(worker);
+        victim = busy[Math.floor(Math.random() * busy.length)];
+        return victim !== undefined;
       },
       DEADLINE_MS / KILLS,
-      `kill ${kill}: ${victim.name} running a handler after ${kill}/${KILLS + 2} of the jobs`,
+      `kill ${kill}: a worker running a handler after ${kill}/${KILLS + 2} of the jobs`,
     );
+    if (!victim) throw new Error("unreachable: eventually returned without a victim");
+    const slot = live.indexOf(victim);
     await victim.kill("SIGKILL");
     // Recorded after the exit: an upper bound on when the victim's handlers stopped.
     await t.sql(`INSERT INTO ${s}.kills (worker, killed_at) VALUES ($1, clock_timestamp())`, [victim.name]);
