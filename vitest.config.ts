@@ -29,6 +29,13 @@ memo.errandServices ??= (async () => {
 })();
 const { postgres, chromium, nats, amqp, absent } = await memo.errandServices;
 
+// Tests of the CLI's own commands and output, a process per run: where PostgreSQL is here
+// they run on it alone (on PGlite each run spends a second or more opening the embedded
+// database, several minutes of CI in all). The CLI's way into each database keeps its
+// tests on both halves: commands.test.ts (every command, start to end) and config.test.ts
+// (--data-dir, --database-url, DATABASE_URL).
+const cliOnly = ["test/cli/format.test.ts", "test/cli/limits.test.ts", "test/cli/queues.test.ts", "test/cli/batches.test.ts", "test/observe/cli.test.ts", "test/schedules/cli.test.ts"];
+
 export default defineConfig({
   test: {
     testTimeout: 60_000,
@@ -39,7 +46,7 @@ export default defineConfig({
         test: {
           name: "pglite",
           include: ["test/**/*.test.ts", "src/**/*.test.ts"],
-          exclude: ["test/process/**", "test/**/*.pg.test.ts"],
+          exclude: ["test/process/**", "test/**/*.pg.test.ts", ...(absent.includes(postgres) ? [] : cliOnly)],
           // The PGlite data directory each test file copies; only this half needs one.
           globalSetup: ["./test/support/global-setup.ts"],
           env: { ERRAND_TEST_DB: "pglite" },
