@@ -8,6 +8,8 @@ export interface Queries {
   readonly findByDedupeKeys: Statement;
   readonly claim: Statement;
   readonly claimFrom: Statement;
+  readonly firstReady: Statement;
+  readonly floorHint: Statement;
   readonly start: Statement;
   readonly complete: Statement;
   readonly completeInTransaction: Statement;
@@ -92,8 +94,13 @@ export const maxUnstartedRefunds = 3;
 /** How far below now() a claim's floor may reach: see claimFrom. */
 export const claimFloorSlackMs = 100;
 
-/** The claim's filter: ready, due, plain (no concurrency key) jobs of queue $6 whose kind is one of $7. */
-const claimable = "status = 'ready' AND queue = $6::text AND concurrency_key IS NULL AND run_at <= now() AND kind = ANY($7::text[])";
+/** The claim's filter: ready, due, plain (no concurrency key) jobs of queue $`queue` whose kind is one of $`kinds`. */
+const claimableBy = (queue: number, kinds: number): string =>
+  `status = 'ready' AND queue = $${queue}::text AND concurrency_key IS NULL AND run_at <= now() AND kind = ANY($${kinds}::text[])`;
+/** The claim statements' filter: their queue is $6, their kinds $7. */
+const claimable = claimableBy(6, 7);
+/** A claim key's columns, as claim returns them (see ClaimRow): run_at in epoch milliseconds. */
+const keyColumns = "priority, (extract(epoch FROM run_at) * 1000)::float8 AS run_at_ms, id";
 /** claimFrom's floor ($9: epoch microseconds, exact in a float8) and the slack's limit. */
 const floorAt = "(timestamptz 'epoch' + $9::float8 * interval '1 microsecond')";
 const slackAt = `(now() - interval '${claimFloorSlackMs} milliseconds')`;
@@ -261,8 +268,8 @@ function build(s: string, channel: string, waitChannel: string): Queries {
      * worker claimed. Without VACUUM every job that left 'ready' leaves a dead entry in
      * jobs_ready_plain, and as the oldest keys they sit at the front of the queue's range:
      * a claim from the start reads them all (2,000,000 of them: 12,000 buffers, 43 ms),
-     * from the floor a handful (see src/worker/claim-floor.ts, which says when the floor
-     * is dropped, bounding how long a job that became ready below it waits).
+     * from the floor a handful (see src/worker/claim-floor.ts, which says when firstReady
+     * looks below the floor, bounding how long a job that became ready there waits).
      * The floor is lowered to now() - ${claimFloorSlackMs} ms when it is later than that: a job's
      * run_at is its enqueue transaction's start, so jobs committed just after this
      * statement's snapshot by transactions shorter than that still lie above it.
@@ -285,6 +292,32 @@ function build(s: string, channel: string, waitChannel: string): Queries {
         SELECT ctid FROM (SELECT ctid FROM ${jobs} WHERE ${claimable} AND priority < $8::int
                           ORDER BY priority DESC, run_at, id FOR UPDATE SKIP LOCKED) AS lower
         LIMIT $1`)),
+
+    /*
+     * firstReady — the claim floor's probe (see src/worker/claim-floor.ts): the key of the
+     * first job a claim from the start would take, of queue $1 and kinds $2, or no row.
+     * Reads the ready index from the start as such a claim does, dead entries included,
+     * but locks and writes nothing, and no claim waits for it. A row another claim holds
+     * counts: the claim after it skips what is still locked. rows: priority, run_at_ms, id
+     */
+    firstReady: statement(`
+      SELECT ${keyColumns} FROM ${jobs}
+      WHERE ${claimableBy(1, 2)}
+      ORDER BY priority DESC, run_at, id
+      LIMIT 1`),
+
+    /*
+     * floorHint — where the claims of queue $1 left off: the key of its job that finished
+     * last, among the last 1,000 jobs moved to done_jobs (its finished_at index, read
+     * backwards: a queue that finished none of them gets no hint, and claims from the
+     * start). A restarted producer's first floor. rows: priority, run_at_ms, id
+     */
+    floorHint: statement(`
+      SELECT ${keyColumns}
+      FROM (SELECT priority, run_at, id, queue, finished_at FROM ${s}.done_jobs ORDER BY finished_at DESC LIMIT 1000) AS recent
+      WHERE queue = $1::text
+      ORDER BY finished_at DESC
+      LIMIT 1`),
 
     /*
      * start — records that the handlers of reserved jobs started: the attempt is spent.

@@ -42,56 +42,100 @@ describe("ClaimFloor", () => {
     expect(floor.start().key?.id).toBe(4n);
   });
 
-  it("expires one poll interval after the last claim from the start, and restarts the interval then", () => {
+  it("sends a probe one poll interval after the last look from the start; a claim goes on from the floor meanwhile", () => {
     const { floor, clock } = floorAt();
+    expect(floor.probeDue()).toBe(false); // no floor: claims are from the start
     floor.claimed([row(0, t, 1)], floor.start(), clock.now);
     clock.now += pollMs - 1;
     floor.claimed([row(0, t + 1, 2)], floor.start(), clock.now);
-    expect(floor.start().key?.id).toBe(2n);
+    expect(floor.probeDue()).toBe(false);
     clock.now += 1;
-    const expired = floor.start();
-    expect(expired.key).toBeUndefined();
-    // The claim from the start finds a job given back below the old floor: the floor follows it down.
-    floor.claimed([row(0, t - 10, 3)], expired, clock.now);
+    expect(floor.probeDue()).toBe(true);
+    const probe = floor.probing();
+    expect(floor.probeDue()).toBe(false); // one out at a time
+    const during = floor.start();
+    expect(during.key?.id).toBe(2n);
+    // The probe finds a job given back below the floor: the floor goes down to it, and a
+    // claim that was out meanwhile does not raise it again.
+    expect(floor.probed({ priority: 0, runAtUs: t - 10, id: 3n }, probe)).toBe(true);
+    floor.claimed([row(0, t + 2, 4)], during, clock.now);
     expect(floor.start().key?.id).toBe(3n);
     clock.now += pollMs - 1;
+    expect(floor.probeDue()).toBe(false);
+    clock.now += 1;
+    // A probe that finds nothing below the floor leaves it where it is.
+    expect(floor.probed({ priority: 0, runAtUs: t + 5, id: 5n }, floor.probing())).toBe(false);
+    expect(floor.probed(undefined, floor.probing())).toBe(false);
     expect(floor.start().key?.id).toBe(3n);
   });
 
-  it(`lives ${fromStartShare} times as long as a slow claim from the start took, at most ${maxPollIntervals} poll intervals`, () => {
-    const { floor, clock } = floorAt();
-    /** A claim from the start that takes `ms`; returns when it was sent. */
-    const slowClaim = (ms: number, id: number) => {
-      const from = floor.start();
-      expect(from.key).toBeUndefined();
-      const sent = clock.now;
-      clock.now += ms;
-      floor.claimed([row(0, t + id, id)], from, sent);
-      return sent;
-    };
-    const sent = slowClaim(150, 1);
-    clock.now = sent + fromStartShare * 150 - 1;
-    expect(floor.start().key?.id).toBe(1n);
-    clock.now += 1;
-    const later = slowClaim(60_000, 2);
-    clock.now = later + maxPollIntervals * pollMs - 1;
-    expect(floor.start().key?.id).toBe(2n);
-    clock.now += 1;
-    // A fast claim from the start brings it back to one poll interval.
-    const fast = slowClaim(1, 3);
-    clock.now = fast + pollMs;
-    expect(floor.start().key).toBeUndefined();
-  });
-
-  it("a drop sends the next claim to the start, and a claim in flight at the drop sets no floor", () => {
+  it(`goes ${fromStartShare} times as long as a slow probe took without one, at most ${maxPollIntervals} poll intervals`, () => {
     const { floor, clock } = floorAt();
     floor.claimed([row(0, t, 1)], floor.start(), clock.now);
-    const inFlight = floor.start();
+    /** A probe that takes `ms`; returns when it was sent. */
+    const slowProbe = (ms: number) => {
+      clock.now += pollMs;
+      expect(floor.probeDue()).toBe(true);
+      const probe = floor.probing();
+      clock.now += ms;
+      floor.probed(undefined, probe);
+      return probe.sentAt;
+    };
+    const sent = slowProbe(150);
+    clock.now = sent + fromStartShare * 150 - 1;
+    expect(floor.probeDue()).toBe(false);
+    clock.now += 1;
+    expect(floor.probeDue()).toBe(true);
+    const later = slowProbe(60_000);
+    clock.now = later + maxPollIntervals * pollMs - 1;
+    expect(floor.probeDue()).toBe(false);
+    clock.now += 1;
+    // A fast probe brings it back to one poll interval.
+    const fast = slowProbe(1);
+    clock.now = fast + pollMs;
+    expect(floor.probeDue()).toBe(true);
+  });
+
+  it("a failed probe is sent again by the next claim", () => {
+    const { floor, clock } = floorAt();
+    floor.claimed([row(0, t, 1)], floor.start(), clock.now);
+    clock.now += pollMs;
+    expect(floor.probed(undefined, floor.probing(), true)).toBe(false);
+    expect(floor.probeDue()).toBe(true);
+  });
+
+  it("a drop asks for a probe at once, and again when a probe was out at the drop", () => {
+    const { floor, clock } = floorAt();
+    floor.claimed([row(0, t, 1)], floor.start(), clock.now);
+    expect(floor.probeDue()).toBe(false);
     floor.drop();
-    floor.claimed([row(0, t + 1, 2)], inFlight, clock.now);
-    expect(floor.start().key).toBeUndefined();
-    floor.claimed([row(0, t + 2, 3)], floor.start(), clock.now);
-    expect(floor.start().key?.id).toBe(3n);
+    expect(floor.probeDue()).toBe(true);
+    const probe = floor.probing();
+    floor.drop();
+    floor.probed(undefined, probe);
+    expect(floor.probeDue()).toBe(true);
+    floor.probed(undefined, floor.probing());
+    expect(floor.probeDue()).toBe(false);
+    // The floor stays through drops: claims go on from it until a probe lowers it.
+    expect(floor.start().key?.id).toBe(1n);
+  });
+
+  it("starts from the hint, which counts as a look from the start; without one, from the start", () => {
+    const hinted = floorAt();
+    expect(hinted.floor.unset).toBe(true);
+    hinted.floor.hint({ priority: 0, runAtUs: t, id: 7n }, hinted.clock.now);
+    expect(hinted.floor.unset).toBe(false);
+    expect(hinted.floor.start().key?.id).toBe(7n);
+    expect(hinted.floor.probeDue()).toBe(false);
+    hinted.clock.now += pollMs;
+    expect(hinted.floor.probeDue()).toBe(true);
+
+    const none = floorAt();
+    none.floor.hint(undefined, none.clock.now);
+    expect(none.floor.unset).toBe(false); // asked once: not again
+    expect(none.floor.start().key).toBeUndefined();
+    none.floor.claimed([row(0, t, 2)], none.floor.start(), none.clock.now);
+    expect(none.floor.start().key?.id).toBe(2n);
   });
 
   it("recovers run_at to the microsecond from the claim's float milliseconds", () => {

@@ -1,22 +1,35 @@
 import type { Clock } from "../clock.js";
-import type { ClaimRow } from "./claim.js";
 
 /** A job's place in claim order (the ready index's key): priority descending, then run_at, then id. */
 export interface ClaimKey {
   readonly priority: number;
-  /** run_at in epoch microseconds: exact (the claim's float milliseconds carry them, see keyOf). */
+  /** run_at in epoch microseconds: exact (the statements' float milliseconds carry them, see keyOf). */
   readonly runAtUs: number;
   readonly id: bigint;
 }
 
-/** Claims from the start take at most 1/this of the time, where they are slow (see ClaimFloor). */
+/** The columns of a claim key as the statements return them (a claimed row, the probe's and the hint's answers). */
+export interface KeyRow {
+  readonly id: string | number;
+  readonly priority: number;
+  /** Epoch milliseconds (float8). */
+  readonly run_at_ms: number;
+}
+
+/** Looks from the start take at most 1/this of the time, where they are slow (see ClaimFloor). */
 export const fromStartShare = 20;
-/** The longest the floor lives, in poll intervals, however slow a claim from the start is. */
+/** The longest the floor goes without a look from the start, in poll intervals, however slow such a look is. */
 export const maxPollIntervals = 10;
 
-/** What a claim started from: the floor's key (undefined: from the start), and the drops before it. */
+/** What a claim started from: the floor's key (undefined: from the start), and the floor's lowerings then. */
 export interface ClaimStart {
   readonly key: ClaimKey | undefined;
+  readonly lowered: number;
+}
+
+/** A probe in flight: when it was sent (process clock), and the drops before it. */
+export interface ProbeStart {
+  readonly sentAt: number;
   readonly drops: number;
 }
 
@@ -24,31 +37,46 @@ export interface ClaimStart {
  * Where a producer's next claim starts in the ready index (see `claimFrom` in
  * src/sql/jobs.ts): after the last job it claimed, so it does not read again the dead
  * index entries that every claimed job leaves in front of it until VACUUM removes them.
+ * Reading them once, to the first live one, takes long where there are many: 10,000,000
+ * never read before take seconds. So no claim does it while there is a floor: the floor
+ * is checked by a probe (`firstReady`) that the producer sends beside its claims and does
+ * not wait for, and that lowers the floor to the first ready job when that job lies below it.
  *
- * A job can become ready below the floor. Where the worker is told, it drops the floor
+ * A job can become ready below the floor. Where the worker is told, it probes at once
  * ({@link ClaimFloor.drop}): jobs given back by any worker (the release's `returned`
  * notice), rescued by this process, of a kind or queue just resumed. Where it is not — a
  * job enqueued with a run_at in the past or by a transaction that ran longer than the
  * claim's slack, rescued by another process (its run_at is the rescue's now(), below the
- * floor only when a claim passed that time while the rescue was in flight), a row another worker's claim skipped and
- * then rolled back — the job is not lost: the floor lives one poll interval after the last claim from the start, so the
- * first claim after that reads the whole index again. A job below the floor waits at most
- * that long for a worker with a free slot — the bound a missed notification already has —
- * and may run that much out of claim order. Where a claim from the start is slow (many
- * dead entries: 10,000,000 of them take a few hundred ms to read), the floor lives longer,
- * so that those claims take at most 1/{@link fromStartShare} of the time, up to
- * {@link maxPollIntervals} poll intervals.
+ * floor only when a claim passed that time while the rescue was in flight), a row another
+ * worker's claim skipped and then rolled back — the job is not lost: a probe goes out one
+ * poll interval after the last look from the start. A job below the floor waits at most
+ * that long (and the probe's own time) for a worker with a free slot — the bound a missed
+ * notification already has — and may run that much out of claim order. Where a look from
+ * the start is slow (many dead entries), the floor goes longer without one, so that those
+ * looks take at most 1/{@link fromStartShare} of the time, up to {@link maxPollIntervals}
+ * poll intervals.
+ *
+ * A producer with no floor yet claims from the start, unless a hint says where its queue's
+ * claims left off (the last job of the queue that finished, {@link ClaimFloor.hint}): on a
+ * restart beside a long unvacuumed history, its first claim then does not wait for that
+ * read. The hint counts as a look from the start: a job below it (given back by the
+ * worker that stopped) waits for the probe a poll interval later.
  */
 export class ClaimFloor {
   readonly #clock: Clock;
   readonly #pollIntervalMs: number;
-  /** How long the floor lives after a claim from the start (see the class's comment). */
+  /** How long the floor goes without a look from the start (see the class's comment). */
   #maxAgeMs: number;
   #key: ClaimKey | undefined;
-  /** When the last claim from the start was sent (process clock). */
-  #fromStartAt = -Infinity;
-  /** Times the floor was dropped: a claim in flight at a drop may not have seen the jobs below. */
+  /** When the last look from the start (a claim from the start, a probe, the hint) was sent (process clock). */
+  #lookedAt = -Infinity;
+  /** Times a probe lowered the floor: a claim in flight then must not raise it past what the probe found. */
+  #lowered = 0;
+  /** Times the floor was dropped: a probe in flight at a drop may not have seen the jobs below. */
   #drops = 0;
+  /** A drop asks for a probe at once. */
+  #wanted = false;
+  #probing = false;
 
   constructor(clock: Clock, pollIntervalMs: number) {
     this.#clock = clock;
@@ -56,44 +84,85 @@ export class ClaimFloor {
     this.#maxAgeMs = pollIntervalMs;
   }
 
-  /** Where the next claim starts: from the floor's key, or from the start (no floor yet, it expired or was dropped). */
+  /** Where the next claim starts: from the floor's key, or from the start (no floor yet). */
   start(): ClaimStart {
-    const fresh = this.#clock.now() - this.#fromStartAt < this.#maxAgeMs;
-    return { key: fresh ? this.#key : undefined, drops: this.#drops };
+    return { key: this.#key, lowered: this.#lowered };
+  }
+
+  /** Whether there is no floor and no hint was taken yet. */
+  get unset(): boolean {
+    return this.#key === undefined && this.#lookedAt === -Infinity;
+  }
+
+  /** Whether to send a probe now: there is a floor, it was dropped or went its lifetime without a look from the start, and no probe is out. */
+  probeDue(): boolean {
+    return this.#key !== undefined && !this.#probing && (this.#wanted || this.#clock.now() - this.#lookedAt >= this.#maxAgeMs);
+  }
+
+  /** A probe goes out. */
+  probing(): ProbeStart {
+    this.#probing = true;
+    this.#wanted = false;
+    return { sentAt: this.#clock.now(), drops: this.#drops };
+  }
+
+  /**
+   * The probe that began at `start` found `first`, the first ready job (undefined: none),
+   * or failed (`failed`: the next claim sends another). Returns true when the floor moved
+   * down to that job: jobs wait below where the last claim looked.
+   */
+  probed(first: ClaimKey | undefined, start: ProbeStart, failed = false): boolean {
+    this.#probing = false;
+    if (failed) return false;
+    if (start.drops === this.#drops) this.#looked(start.sentAt); // dropped meanwhile: the wanted probe still goes
+    if (first === undefined || this.#key === undefined || !before(first, this.#key)) return false;
+    this.#key = first;
+    this.#lowered++;
+    return true;
+  }
+
+  /** Where the queue's claims left off (the hint's answer, undefined: unknown), asked at `sentAt`: the first floor. */
+  hint(key: ClaimKey | undefined, sentAt: number): void {
+    if (this.#key !== undefined) return;
+    this.#key = key;
+    this.#lookedAt = sentAt;
   }
 
   /** Records the rows of a claim that began at `start`, sent at `sentAt` (process clock): the floor moves past them. */
-  claimed(rows: readonly ClaimRow[], start: ClaimStart, sentAt: number): void {
-    if (start.drops !== this.#drops) return; // dropped meanwhile: the next claim starts from the start
-    if (start.key === undefined) {
-      this.#fromStartAt = sentAt;
-      const tookMs = this.#clock.now() - sentAt;
-      this.#maxAgeMs = Math.min(maxPollIntervals * this.#pollIntervalMs, Math.max(this.#pollIntervalMs, fromStartShare * tookMs));
-    }
+  claimed(rows: readonly KeyRow[], start: ClaimStart, sentAt: number): void {
+    if (start.key === undefined) this.#looked(sentAt);
+    if (start.lowered !== this.#lowered) return; // a probe lowered the floor meanwhile: it stays there
     // The last row in claim order, compared on the row's own values (run_at_ms orders as
     // run_at does: a microsecond is wider than its error); one key is made, for it alone.
-    let last: ClaimRow | undefined;
+    let last: KeyRow | undefined;
     for (const row of rows) if (last === undefined || rowBefore(last, row)) last = row;
     const key = last === undefined ? undefined : keyOf(last);
     this.#key = key === undefined || (start.key !== undefined && before(key, start.key)) ? start.key : key;
   }
 
-  /** Jobs are ready below the floor (given back, rescued, resumed): the next claim starts from the start. */
+  /** Jobs are ready below the floor (given back, rescued, resumed): the next claim sends a probe. */
   drop(): void {
-    this.#key = undefined;
     this.#drops++;
+    this.#wanted = true;
+  }
+
+  /** A look from the start was sent at `sentAt`: the floor lives from then, as long as the look's time allows. */
+  #looked(sentAt: number): void {
+    this.#lookedAt = sentAt;
+    const tookMs = this.#clock.now() - sentAt;
+    this.#maxAgeMs = Math.min(maxPollIntervals * this.#pollIntervalMs, Math.max(this.#pollIntervalMs, fromStartShare * tookMs));
   }
 }
 
-/** The claim key of a claimed row. */
-export function keyOf(row: ClaimRow): ClaimKey {
+/** The claim key of a row. */
+export function keyOf(row: KeyRow): ClaimKey {
   // run_at_ms is a float8 of about 1.8e12 with three decimals: its error (under 0.13 µs)
   // is below half a microsecond even after the multiplication, so rounding recovers run_at.
   return { priority: Number(row.priority), runAtUs: Math.round(Number(row.run_at_ms) * 1000), id: BigInt(row.id) };
 }
 
 /** Whether row `a` comes before row `b` in claim order. */
-function rowBefore(a: ClaimRow, b: ClaimRow): boolean {
+function rowBefore(a: KeyRow, b: KeyRow): boolean {
   if (a.priority !== b.priority) return Number(a.priority) > Number(b.priority);
   if (a.run_at_ms !== b.run_at_ms) return Number(a.run_at_ms) < Number(b.run_at_ms);
   const [x, y] = [String(a.id), String(b.id)]; // bigint ids as decimal text: shorter is smaller

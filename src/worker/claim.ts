@@ -4,15 +4,15 @@ import { ErrandError } from "../errors.js";
 import { type RetryPolicy, decodeRetryPolicy } from "../retry-policy.js";
 import type { Json } from "../payload.js";
 import type { Queries } from "../sql/jobs.js";
-import { ClaimFloor } from "./claim-floor.js";
+import { ClaimFloor, type KeyRow, keyOf } from "./claim-floor.js";
 import { type ClaimedJob, describeError } from "./executor.js";
 import type { KeyedClaim } from "./keyed-claim.js";
 import type { LocalLeases } from "./leases.js";
 import type { QueueGate } from "./pauses.js";
-import type { WorkerSettings } from "./worker-options.js";
+import type { WorkerEvent, WorkerSettings } from "./worker-options.js";
 
 /** A row of the claim statement (see `claim` in src/sql/jobs.ts). */
-export interface ClaimRow {
+export interface ClaimRow extends KeyRow {
   id: string | number;
   kind: string;
   payload: unknown;
@@ -88,6 +88,9 @@ export interface ClaimParts {
   readonly clock: Clock;
   /** Claims of jobs with a concurrency key (their limits and round-robin: keyed-claim.ts). */
   readonly keyed: KeyedClaim;
+  readonly emit: (event: WorkerEvent) => void;
+  /** A probe found ready jobs below the claim floor and lowered it: claim again. */
+  readonly floorLowered: () => void;
 }
 
 /**
@@ -109,6 +112,10 @@ export class Claimer {
   readonly #clock: Clock;
   readonly #keyed: KeyedClaim;
   readonly #floor: ClaimFloor;
+  readonly #emit: (event: WorkerEvent) => void;
+  readonly #floorLowered: () => void;
+  /** The claim floor's probe while it is out (see claim-floor.ts). */
+  #probe: Promise<void> | undefined;
   /** Claimed jobs the claim only reserved: their start is recorded when their handler starts. */
   readonly #reserved = new Set<ClaimedJob>();
   /** Claimed jobs whose row could not be decoded: they fail with this error instead of running. */
@@ -126,21 +133,29 @@ export class Claimer {
     this.#clock = parts.clock;
     this.#keyed = parts.keyed;
     this.#floor = new ClaimFloor(parts.clock, parts.settings.pollIntervalMs);
+    this.#emit = parts.emit;
+    this.#floorLowered = parts.floorLowered;
   }
 
-  /** Jobs are ready below the claim floor: the next plain claim starts from the start (see {@link ClaimFloor.drop}). */
+  /** Jobs are ready below the claim floor: the next plain claim sends the floor's probe (see {@link ClaimFloor.drop}). */
   dropFloor(): void {
     this.#floor.drop();
   }
 
-  /** Claims up to `limit` jobs, of which the first `startNow` are charged their attempt at once. */
-  async claim(limit: number, startNow: number): Promise<ClaimedJob[]> {
+  /**
+   * Claims up to `limit` jobs, of which the first `startNow` are charged their attempt at
+   * once; from the claim floor, or with `fromStart` from the start of the ready index (a
+   * one-off claim of what is due now, in claim order: runOnce).
+   */
+  async claim(limit: number, startNow: number, fromStart = false): Promise<ClaimedJob[]> {
     const sentAt = this.#clock.now();
     const { leasesByKind, leaseMs } = this.#settings;
     const kinds = this.#gate.claimable;
     if (kinds.length === 0) return [];
     const params: unknown[] = [limit, this.#workerId, leasesByKind, leaseMs, startNow, this.#queue, kinds];
-    const from = this.#floor.start();
+    if (!fromStart && this.#floor.unset) await this.#hint();
+    if (!fromStart && this.#floor.probeDue()) this.#sendProbe(kinds);
+    const from = fromStart ? { ...this.#floor.start(), key: undefined } : this.#floor.start();
     if (from.key) params.push(from.key.priority, from.key.runAtUs, String(from.key.id));
     const { rows } = await this.#driver.run<ClaimRow>(from.key ? this.#queries.claimFrom : this.#queries.claim, params);
     this.#floor.claimed(rows, from, sentAt);
@@ -160,6 +175,37 @@ export class Claimer {
     const jobs = started.length === 0 ? reserved : started.concat(reserved);
     this.#local.claimed(jobs, sentAt);
     return jobs;
+  }
+
+  /** Resolves once the claim floor's probe, if one is out, has returned. */
+  async probed(): Promise<void> {
+    await this.#probe;
+  }
+
+  /** Reads where the queue's claims left off, for the first floor (see {@link ClaimFloor.hint}); on failure, claims from the start. */
+  async #hint(): Promise<void> {
+    const sentAt = this.#clock.now();
+    try {
+      const { rows } = await this.#driver.run<KeyRow>(this.#queries.floorHint, [this.#queue]);
+      this.#floor.hint(rows[0] && keyOf(rows[0]), sentAt);
+    } catch (error) {
+      this.#floor.hint(undefined, sentAt);
+      this.#emit({ type: "error", during: "claim", error });
+    }
+  }
+
+  /** Sends the claim floor's probe; claims go on from the floor meanwhile (see claim-floor.ts). */
+  #sendProbe(kinds: readonly string[]): void {
+    const start = this.#floor.probing();
+    this.#probe = this.#driver.run<KeyRow>(this.#queries.firstReady, [this.#queue, kinds]).then(
+      ({ rows }) => {
+        if (this.#floor.probed(rows[0] && keyOf(rows[0]), start)) this.#floorLowered();
+      },
+      (error: unknown) => {
+        this.#floor.probed(undefined, start, true);
+        this.#emit({ type: "error", during: "claim", error });
+      },
+    );
   }
 
   /** Claims up to `slots` keyed jobs (every job, in a queue with a limit), all started now (see keyed-claim.ts). */

@@ -84,7 +84,7 @@ export class Producer {
     this.#clock = parts.clock;
     this.#emit = parts.emit;
     this.#keyed = parts.keyed;
-    this.#claimer = new Claimer(parts);
+    this.#claimer = new Claimer({ ...parts, floorLowered: () => this.nudge() });
     this.#buffer = new JobBuffer(this.#claimer, parts.completer, parts.gate, parts.clock);
     this.#rest = new Rest(parts.driver, parts.schema, parts.queue, parts.clock, parts.settings.pollIntervalMs);
     parts.completer.onWritten((items) => {
@@ -111,6 +111,7 @@ export class Producer {
     this.#claiming = false;
     this.#wake.wake();
     await this.#loop;
+    await this.#claimer.probed();
   }
 
   /** The worker listens for notifications: at rest, poll rarely (see {@link Rest}). */
@@ -121,7 +122,7 @@ export class Producer {
   /**
    * A notification (or rescue) says jobs may be ready; `keyed`: jobs with a concurrency key
    * may be among them; `returned`: jobs came back to ready keeping their run_at, below the
-   * claim floor (see claim-floor.ts), so the next claim starts from the start.
+   * claim floor (see claim-floor.ts), so the next claim sends the floor's probe.
    */
   nudge(keyed = false, returned = false): void {
     if (returned) this.#claimer.dropFloor();
@@ -131,11 +132,11 @@ export class Producer {
     this.#wake.wake();
   }
 
-  /** Claims one batch (up to `concurrency` jobs, all started) and runs it; returns how many ran. */
+  /** Claims one batch (up to `concurrency` jobs, all started, from the start of the ready index) and runs it; returns how many ran. */
   async runOnce(): Promise<number> {
     const keyed = await this.#claimer.claimKeyed(this.#concurrency);
     const rest = this.#gate.limited ? 0 : this.#concurrency - keyed.length;
-    const jobs = rest > 0 ? keyed.concat(await this.#claimer.claim(rest, rest)) : keyed;
+    const jobs = rest > 0 ? keyed.concat(await this.#claimer.claim(rest, rest, true)) : keyed;
     await Promise.all(jobs.map((job) => this.#run(job)));
     return jobs.length;
   }

@@ -32,7 +32,7 @@ describe("the claim floor", () => {
     }
   });
 
-  it("sends a worker back to the start when another worker gives jobs back below its floor", async () => {
+  it("looks below a worker's floor at once when another worker gives jobs back there", async () => {
     // The given-back jobs are old (below the claim's slack too): only the notice can bring them back before the poll.
     const held = await t.errand.enqueueMany(Array.from({ length: 4 }, () => ({ kind: "k", payload: {}, runAt: anHourAgo() })));
     const first = t.errand.worker({
@@ -54,6 +54,35 @@ describe("the claim floor", () => {
       expect(ranBySecond.sort()).toEqual([...held, ...later].map((j) => j.id).sort());
     } finally {
       await second.stop();
+    }
+  });
+
+  it("starts a restarted worker where its queue's claims left off, and runs what lies below within a poll interval", async () => {
+    // The hint (the queue's last finished job) spares a restart the read of every dead
+    // entry in front of the queue; the probe a poll interval later finds the job below it.
+    const pollIntervalMs = 2_000;
+    const handlers = (ran: string[]) => ({ k: async (_: unknown, ctx: { id: string }) => void ran.push(ctx.id) });
+    const before = t.errand.worker({ handlers: handlers([]) });
+    await before.start();
+    const first = await t.errand.enqueueMany(Array.from({ length: 3 }, () => ({ kind: "k", payload: {} })));
+    try {
+      await eventually(allDone(first.map((j) => j.id)), 10_000, "the jobs that finish before the restart");
+    } finally {
+      await before.stop();
+    }
+    const [past, now] = await t.errand.enqueueMany([
+      { kind: "k", payload: {}, runAt: anHourAgo() },
+      { kind: "k", payload: {} },
+    ]);
+    const ran: string[] = [];
+    const after = t.errand.worker({ pollIntervalMs, handlers: handlers(ran) });
+    await after.start();
+    try {
+      await eventually(allDone([past!.id, now!.id]), 4 * pollIntervalMs, "both jobs, the one below the hint too");
+      // From the start the old job would come first; from the hint, the new one ran first.
+      expect(ran).toEqual([now!.id, past!.id]);
+    } finally {
+      await after.stop();
     }
   });
 

@@ -45,6 +45,11 @@ describe("batch statement plans", () => {
              WHERE id IN (SELECT id FROM ${schema}.jobs WHERE status = 'ready' ORDER BY id LIMIT ${batch}) RETURNING id, attempts`,
           );
           expect(rows).toHaveLength(batch);
+          // And done_jobs holds what the table moved out since, unseen by ANALYZE too.
+          await c.query(
+            `INSERT INTO ${schema}.done_jobs (id, kind, payload, status, priority, attempts, max_attempts, run_at, errors, created_at, started_at, finished_at, queue)
+             SELECT -g, 'k', '{}', 'done', 0, 1, 8, now(), '[]', now(), now(), now() - g * interval '1 millisecond', 'default' FROM generate_series(1, 20000) AS g`,
+          );
           await c.query(`SET plan_cache_mode = ${mode}`);
           const q = queriesFor(schema);
           const ids = rows.map((r) => r.id);
@@ -53,6 +58,8 @@ describe("batch statement plans", () => {
           const statements = {
             claim: { text: q.claim.text, args: `${batch}, 'w', '{}'::jsonb, 60000, 10, 'default', '{k}'::text[]` },
             claimFrom: { text: q.claimFrom.text, args: `${batch}, 'w', '{}'::jsonb, 60000, 10, 'default', '{k}'::text[], 0, ${Date.now() * 1000 - 60e6}, 1` },
+            firstReady: { text: q.firstReady.text, args: `'default', '{k}'::text[]` },
+            floorHint: { text: q.floorHint.text, args: `'default'` },
             start: { text: q.start.text, args: `${idArray}, ${json(rows.map((r) => r.attempts))}, 'w'` },
             heartbeat: { text: q.heartbeat.text, args: `${idArray}, ${json(rows.map((r) => r.attempts))}, 'w', '{}'::jsonb, 60000` },
             complete: { text: q.complete.text, args: `${idArray}, ${json(rows.map((r) => r.attempts))}, 'w'` },
@@ -73,6 +80,14 @@ describe("batch statement plans", () => {
           expect(claimFrom).not.toMatch(/Merge Append|Sort|Seq Scan|Join/);
           expect(claimFrom.match(/Index Scan using jobs_ready_plain/g)).toHaveLength(3);
           expect(claimFrom).toMatch(/Index Cond: [^\n]*ROW\(run_at, id\) >=/);
+          // The floor's probe reads the ready index in claim order to its first match; the
+          // hint, done_jobs' last 1,000 by their finished_at index, backwards.
+          const firstReady = await plan(c, "firstReady", statements.firstReady.args);
+          expect(firstReady).toMatch(/Index Scan using jobs_ready_plain/);
+          expect(firstReady).not.toMatch(/Sort|Seq Scan|Bitmap/);
+          const floorHint = await plan(c, "floorHint", statements.floorHint.args);
+          expect(floorHint).toMatch(/Index Scan Backward using done_jobs_finished/);
+          expect(floorHint).not.toMatch(/Seq Scan/);
           for (const name of ["heartbeat", "start", "complete", "fail", "release"] as const) {
             const text = await plan(c, name, statements[name].args);
             const shown = `${name}:\n${text.replace(/'[^'\n]{60,}'/g, "'…'")}`;
