@@ -331,8 +331,8 @@ export function scenarios(cfg) {
     // Against process_best (1 worker process): contention on the claim.
     { id: "eight_workers", title: "8 worker processes, best settings", unit: "jobs/s", higher: true, systems: peers,
       measure: (s, ns) => processJobs(s, ns, { count: cfg.processBest, capMs: cfg.capMs, mode: "best", workers: 8 }) },
-    { id: "idle_workers", title: `${cfg.idleWorkers} idle worker processes: PostgreSQL CPU, % of one core`, unit: "%", higher: false, systems: ["errand"],
-      measure: (s, ns) => idleCost(s, ns, { workers: cfg.idleWorkers, seconds: cfg.idleSeconds }) },
+    { id: "idle_workers", title: `${cfg.idleWorkers} idle worker processes at rest: PostgreSQL CPU, % of one core`, unit: "%", higher: false, systems: ["errand"],
+      measure: (s, ns) => idleCost(s, ns, { workers: cfg.idleWorkers, seconds: cfg.idleSeconds, warmSeconds: cfg.idleWarmSeconds }) },
     // The cost of long-running work's features per job, beside process_default (same count and settings).
     { id: "feat_result", group: "features", title: "process with a small JSON result per job (defaults)", unit: "jobs/s", higher: true, systems: ["errand"],
       measure: (s, ns) => processJobs(s, ns, { count: cfg.processDefault, capMs: cfg.capMs, mode: "result" }) },
@@ -421,15 +421,18 @@ export function scenarios(cfg) {
 }
 
 /**
- * The database's cost of idle workers: `workers` worker processes (defaults) on an empty
- * queue for `seconds`, against the same time with none. value: the extra CPU of all
- * postgres processes, in % of one core (on a shared machine, others' load lands here too);
- * also the CPU of the workers' own backends alone (named by application_name). An idle
+ * The database's cost of idle workers at rest: `workers` worker processes (defaults) on an
+ * empty queue for `seconds`, after `warmSeconds` in which each has run its periodic
+ * statements (presence every 15 s; rescue, pauses and the resting poll every 30 s) once on
+ * its listening connection, where their first run parses and plans them; against the same
+ * time with none. value: the extra CPU of all postgres processes, in % of one core (on a
+ * shared machine, others' load lands here too); also the CPU of the workers' own backends
+ * alone (named by application_name), and of all postgres in the first `seconds` of the warm-up. An idle
  * worker holds its listening connection only (its pool's close after their idle timeout;
  * the pool is capped at one), but starts with two: the workers start in waves that fit
  * the free connections, each wave once the last is down to one connection per worker.
  */
-async function idleCost(system, ns, { workers, seconds }) {
+async function idleCost(system, ns, { workers, seconds, warmSeconds }) {
   const free = await withPg(async (c) => (await c.query(
     "SELECT current_setting('max_connections')::int - current_setting('superuser_reserved_connections')::int - count(*)::int AS free FROM pg_stat_activity")).rows[0].free);
   const headroom = free - workers - 2; // connections left for the start-up's second one
@@ -457,13 +460,18 @@ async function idleCost(system, ns, { workers, seconds }) {
       }
     }
     const pids = await backendsOf(name);
+    const first0 = postgresCpu();
+    await sleep(Math.min(seconds, warmSeconds) * 1000);
+    const first1 = postgresCpu();
+    await sleep(Math.max(0, warmSeconds - seconds) * 1000);
     const idle0 = postgresCpu();
     await sleep(seconds * 1000);
     const idle1 = postgresCpu();
     const results = await Promise.all(handles.map((h) => h.stop()));
     if (results.some((r) => r.count > 0)) throw new Error(`${system} idle: a worker ran a job on an empty queue`);
     const pct = (cpuSeconds) => (cpuSeconds / seconds) * 100;
-    return { value: pct(cpuBetween(idle0, idle1) - baseline), backendsPct: pct(cpuBetween(idle0, idle1, pids)), baselinePct: pct(baseline), backends: pids.size };
+    const firstPct = warmSeconds > 0 ? (cpuBetween(first0, first1) / Math.min(seconds, warmSeconds) - baseline / seconds) * 100 : undefined;
+    return { value: pct(cpuBetween(idle0, idle1) - baseline), backendsPct: pct(cpuBetween(idle0, idle1, pids)), baselinePct: pct(baseline), backends: pids.size, firstPct };
   } catch (error) {
     for (const h of handles) h.child.kill("SIGKILL");
     throw error;
