@@ -99,8 +99,8 @@ const claimableBy = (queue: number, kinds: number): string =>
   `status = 'ready' AND queue = $${queue}::text AND concurrency_key IS NULL AND run_at <= now() AND kind = ANY($${kinds}::text[])`;
 /** The claim statements' filter: their queue is $6, their kinds $7. */
 const claimable = claimableBy(6, 7);
-/** A claim key's columns, as claim returns them (see ClaimRow): run_at in epoch milliseconds. */
-const keyColumns = "priority, (extract(epoch FROM run_at) * 1000)::float8 AS run_at_ms, id";
+/** A claim key's columns (see KeyRow in src/worker/claim-floor.ts), of the row named `row`: run_at in epoch milliseconds. */
+const keyColumns = (row: string): string => `${row}.id, ${row}.priority, (extract(epoch FROM ${row}.run_at) * 1000)::float8 AS run_at_ms`;
 /** claimFrom's floor ($9: epoch microseconds, exact in a float8) and the slack's limit. */
 const floorAt = "(timestamptz 'epoch' + $9::float8 * interval '1 microsecond')";
 const slackAt = `(now() - interval '${claimFloorSlackMs} milliseconds')`;
@@ -119,8 +119,7 @@ function claimUpdate(jobs: string, next: string): string {
           locked_until = now() + coalesce(($3::jsonb ->> j.kind)::float8, $4::float8) * interval '1 millisecond',
           started_at = CASE WHEN ${startsNow} THEN now() END
       WHERE j.ctid = ANY(ARRAY(SELECT ctid FROM next))
-      RETURNING j.id, j.kind, j.payload, j.attempts, j.started_at IS NOT NULL AS started, j.max_attempts, j.retry::text AS retry, j.timeout_ms,
-                j.priority, (extract(epoch FROM j.run_at) * 1000)::float8 AS run_at_ms,
+      RETURNING ${keyColumns("j")}, j.kind, j.payload, j.attempts, j.started_at IS NOT NULL AS started, j.max_attempts, j.retry::text AS retry, j.timeout_ms,
                 (extract(epoch FROM j.created_at) * 1000)::float8 AS created_at_ms,
                 j.checkpoint::text AS checkpoint`;
 }
@@ -298,10 +297,10 @@ function build(s: string, channel: string, waitChannel: string): Queries {
      * first job a claim from the start would take, of queue $1 and kinds $2, or no row.
      * Reads the ready index from the start as such a claim does, dead entries included,
      * but locks and writes nothing, and no claim waits for it. A row another claim holds
-     * counts: the claim after it skips what is still locked. rows: priority, run_at_ms, id
+     * counts: the claim after it skips what is still locked. rows: id, priority, run_at_ms
      */
     firstReady: statement(`
-      SELECT ${keyColumns} FROM ${jobs}
+      SELECT ${keyColumns("j")} FROM ${jobs} j
       WHERE ${claimableBy(1, 2)}
       ORDER BY priority DESC, run_at, id
       LIMIT 1`),
@@ -310,10 +309,10 @@ function build(s: string, channel: string, waitChannel: string): Queries {
      * floorHint — where the claims of queue $1 left off: the key of its job that finished
      * last, among the last 1,000 jobs moved to done_jobs (its finished_at index, read
      * backwards: a queue that finished none of them gets no hint, and claims from the
-     * start). A restarted producer's first floor. rows: priority, run_at_ms, id
+     * start). A restarted producer's first floor. rows: id, priority, run_at_ms
      */
     floorHint: statement(`
-      SELECT ${keyColumns}
+      SELECT ${keyColumns("recent")}
       FROM (SELECT priority, run_at, id, queue, finished_at FROM ${s}.done_jobs ORDER BY finished_at DESC LIMIT 1000) AS recent
       WHERE queue = $1::text
       ORDER BY finished_at DESC

@@ -8,11 +8,11 @@ export interface ClaimKey {
   readonly id: bigint;
 }
 
-/** The columns of a claim key as the statements return them (a claimed row, the probe's and the hint's answers). */
+/** A job's place in claim order as the statements return it (a claimed row, the probe's and the hint's answers). */
 export interface KeyRow {
   readonly id: string | number;
   readonly priority: number;
-  /** Epoch milliseconds (float8). */
+  /** run_at in epoch milliseconds (float8): cheaper to read than a timestamptz's text. */
   readonly run_at_ms: number;
 }
 

@@ -13,7 +13,6 @@ import type { WorkerEvent, WorkerSettings } from "./worker-options.js";
 
 /** A row of the claim statement (see `claim` in src/sql/jobs.ts). */
 export interface ClaimRow extends KeyRow {
-  id: string | number;
   kind: string;
   payload: unknown;
   attempts: number;
@@ -24,10 +23,7 @@ export interface ClaimRow extends KeyRow {
   retry: string | null;
   /** The job's own maximum run time in ms; null (almost always): its kind's. */
   timeout_ms: number | null;
-  /** With run_at_ms and id, the job's place in claim order (see claim-floor.ts). */
-  priority: number;
-  /** Epoch milliseconds (float8): cheaper to read than a timestamptz's text. */
-  run_at_ms: number;
+  /** Epoch milliseconds (float8), as run_at_ms: cheaper to read than a timestamptz's text. */
   created_at_ms: number;
   /** jsonb as text (a checkpoint may be a JSON string), null for a job that never saved one. */
   checkpoint: string | null;

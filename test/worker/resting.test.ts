@@ -12,7 +12,7 @@ const t = useTestErrand();
 function countingErrand(): { errand: Errand; counts: Map<string, number> } {
   const counts = new Map<string, number>();
   const what = (text: string) =>
-    text.includes("claim_keyed(") ? "keyed claim" : /FOR UPDATE SKIP LOCKED/.test(text) && text.includes("RETURNING j.id, j.kind") ? "claim" : text.includes("AS plain_ms") ? "ask" : text.includes("FROM") && text.includes(".pauses UNION ALL") ? "pauses" : "other";
+    text.includes("claim_keyed(") ? "keyed claim" : /FOR UPDATE SKIP LOCKED/.test(text) && text.includes("SET status = 'running'") ? "claim" : text.includes("AS plain_ms") ? "ask" : text.includes("FROM") && text.includes(".pauses UNION ALL") ? "pauses" : "other";
   const driver: Driver = {
     ...t.errand.driver,
     run: <Row>(statement: Statement, params: readonly unknown[]) => {
