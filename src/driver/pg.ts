@@ -36,25 +36,17 @@ export function pgDriver(pool: pg.Pool, ownsPool = false, options: PgDriverOptio
       return { rows: result.rows as Row[] };
     },
     async transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
-      const client = await pool.connect();
-      let broken = false;
-      try {
-        return await inTransaction(client, fn, () => (broken = true));
-      } finally {
-        client.release(broken);
-      }
+      return checkedOut(pool, (client, broken) => inTransaction(client, fn, broken));
     },
     async session<T>(fn: (session: Session) => Promise<T>): Promise<T> {
-      const client = await pool.connect();
-      let failed = false;
-      try {
-        return await fn({ ...wrapClient(client), transaction: (inner) => inTransaction(client, inner, () => (failed = true)) });
-      } catch (error) {
-        failed = true;
-        throw error;
-      } finally {
-        client.release(failed);
-      }
+      return checkedOut(pool, async (client, broken) => {
+        try {
+          return await fn({ ...wrapClient(client), transaction: (inner) => inTransaction(client, inner, broken) });
+        } catch (error) {
+          broken();
+          throw error;
+        }
+      });
     },
     async listen(channel, onNotify, onReconnect) {
       const listening = await listenWithReconnect(pool.options, channel, onNotify, onReconnect ?? (() => {}), onError);
@@ -71,6 +63,25 @@ export function pgDriver(pool: pg.Pool, ownsPool = false, options: PgDriverOptio
       if (ownsPool) await pool.end();
     },
   };
+}
+
+/**
+ * Runs `fn` on a connection checked out of `pool`, then gives it back, or closes it if `fn`
+ * called `broken` or the connection failed meanwhile. While checked out, a connection has
+ * no listener of the pool's: one that is killed between statements would emit an `error`
+ * that nobody hears, and that crashes the process. Its statements fail on their own.
+ */
+async function checkedOut<T>(pool: pg.Pool, fn: (client: pg.PoolClient, broken: () => void) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  let failed = false;
+  const onError = () => (failed = true);
+  client.on("error", onError);
+  try {
+    return await fn(client, onError);
+  } finally {
+    client.off("error", onError);
+    client.release(failed);
+  }
 }
 
 /** Runs `fn` between BEGIN and COMMIT on `client`; `onBroken` when not even ROLLBACK went through. */

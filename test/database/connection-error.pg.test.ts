@@ -30,4 +30,30 @@ describe("onConnectionError", () => {
       await admin.end();
     }
   });
+
+  it("fails only the transaction or session whose connection is killed while errand holds it, not the process", async () => {
+    const schema = `t_${randomBytes(6).toString("hex")}`;
+    const errand = await Errand.open({ connectionString: process.env.ERRAND_TEST_URL, schema });
+    const admin = new pg.Client({ connectionString: process.env.ERRAND_TEST_URL });
+    await admin.connect();
+    // Kills the connection between two statements: without a listener of errand's, the
+    // connection's error event would be unheard and end the process (vitest: an uncaught error).
+    const killOwn = async (q: { query<Row>(sql: string): Promise<{ rows: Row[] }> }) => {
+      const [{ pid }] = (await q.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows as [{ pid: number }];
+      await admin.query("SELECT pg_terminate_backend($1, 10000)", [pid]);
+      await q.query("SELECT 1");
+    };
+    try {
+      await expect(errand.driver.transaction(killOwn)).rejects.toThrow(/terminat|not queryable/i);
+      await expect(errand.driver.session(killOwn)).rejects.toThrow(/terminat|not queryable/i);
+      // The killed connections were closed, not given back: the next ones work.
+      await errand.driver.transaction(async (tx) => void (await tx.query("SELECT 1")));
+      const { id } = await errand.enqueue("k", {});
+      expect(await errand.getJob(id)).toMatchObject({ status: "ready" });
+    } finally {
+      await errand.close();
+      await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await admin.end();
+    }
+  });
 });
