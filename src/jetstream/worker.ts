@@ -50,6 +50,13 @@ interface Running {
 
 type JsMsg = import("@nats-io/jetstream").JsMsg;
 
+/**
+ * How long before its ack wait ends (counted from the handler's start or its last
+ * in-progress ack) a worker gives up a job's lease. JetStream counts from the delivery, a
+ * little earlier: the margin covers the hand-over, and a heartbeat's trip to the server.
+ */
+export const leaseMarginMs = (ackWaitMs: number): number => Math.min(1_000, ackWaitMs / 10);
+
 const unsupported = (what: string) => Promise.reject(new ErrandError("unsupported", `${what} is not available on the JetStream transport: the job's state lives in the stream, not in PostgreSQL`));
 const writes: RunWrites = { checkpoint: () => unsupported("ctx.checkpoint()"), complete: () => unsupported("ctx.complete(tx)") };
 
@@ -189,7 +196,7 @@ export class JetStreamWorker {
     let leaseUntil = monotonicClock.now() + this.#queue.ackWaitMs;
     const beat = () => {
       if (controller.signal.aborted) return;
-      if (monotonicClock.now() >= leaseUntil - Math.min(1_000, this.#queue.ackWaitMs / 10)) {
+      if (monotonicClock.now() >= leaseUntil - leaseMarginMs(this.#queue.ackWaitMs)) {
         controller.abort(new ErrandError("lease_expired", `the job's ack wait (${this.#queue.ackWaitMs} ms) ran out without a heartbeat reaching JetStream: another worker may run it`));
         return;
       }
