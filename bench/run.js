@@ -56,7 +56,8 @@ async function measureOnce(def, system, run) {
     const result = await Promise.race([def.measure(system, ns), timeout]).finally(() => clearTimeout(timer));
     const extra = (result.p99 != null ? ` p99 ${result.p99.toFixed(1)}` : "") +
       (result.handlerRate != null ? ` (to the last handler call ${result.handlerRate.toFixed(1)}${result.completionLagMs != null ? `; last completion ${result.completionLagMs.toFixed(1)} ms after it` : ""})` : "") +
-      (result.fromFirstCallRate != null ? ` (from the first handler call ${result.fromFirstCallRate.toFixed(1)}, ${result.firstCallAfterReadyMs.toFixed(0)} ms after the worker's ready)` : "");
+      (result.fromFirstCallRate != null ? ` (from the first handler call ${result.fromFirstCallRate.toFixed(1)}, ${result.firstCallAfterReadyMs.toFixed(0)} ms after the worker's ready)` : "") +
+      (result.fromFirstReadyRate != null ? ` (from the first worker's ready ${result.fromFirstReadyRate.toFixed(1)}; the last was ready ${result.lastReadyAfterFirstMs.toFixed(0)} ms after it, with ${result.unfinishedWhenAllReady} jobs left)` : "");
     const rss = (result.maxRssMB != null ? ` rss ${result.maxRssMB.toFixed(0)} MB` : "") +
       (result.cpuUsPerJob != null ? `, ${result.cpuUsPerJob.toFixed(1)} µs CPU/job` : "") +
       (result.pgCpuUsPerJob != null ? `, PostgreSQL ${result.pgCpuUsPerJob.toFixed(1)} µs/job` : "") +

@@ -48,15 +48,17 @@ const tailFrom = 0.9;
 
 /**
  * Runs worker children until together they have handled `target` jobs or `capMs` passed,
- * then stops them. `onTail`: called (not awaited) when the tail begins. `settle`: called
- * once they have handled `target` jobs, while they still run (they may still be recording
- * completions); they are stopped when it resolves. Returns their results, whether the
- * target was reached, when the first child was ready (wall clock) and what `settle` returned.
+ * then stops them. `onAllReady`: called (awaited) once every child is ready. `onTail`:
+ * called (not awaited) when the tail begins. `settle`: called once they have handled
+ * `target` jobs, while they still run (they may still be recording completions); they are
+ * stopped when it resolves. Returns their results, whether the target was reached, when
+ * the first child was ready (wall clock) and what `onAllReady` and `settle` returned.
  */
-export async function runWorkers(tasks, target, capMs, { onTail, settle } = {}) {
+export async function runWorkers(tasks, target, capMs, { onAllReady, onTail, settle } = {}) {
   const handles = tasks.map(spawnChild);
   try {
     await Promise.all(handles.map((h) => h.waitReady()));
+    const allReady = await onAllReady?.();
     const deadline = performance.now() + capMs;
     const total = () => handles.reduce((sum, h) => sum + h.count, 0);
     let tail = false;
@@ -71,7 +73,7 @@ export async function runWorkers(tasks, target, capMs, { onTail, settle } = {}) 
     const settled = settle && total() >= target ? await settle() : undefined;
     const results = await Promise.all(handles.map((h) => h.stop()));
     const readyAt = Math.min(...handles.map((h) => h.ready.at));
-    return { results, reached: results.reduce((s, r) => s + r.count, 0) >= target, readyAt, settled };
+    return { results, reached: results.reduce((s, r) => s + r.count, 0) >= target, readyAt, allReady, settled };
   } catch (error) {
     for (const h of handles) h.child.kill("SIGKILL");
     throw error;

@@ -142,6 +142,8 @@ export async function processJobs(system, ns, { count, capMs, mode, workers = 1,
   let run;
   try {
     run = await runWorkers(tasks, count, capMs, {
+      // Several workers: when the last is ready (see the window below), the jobs left then.
+      onAllReady: workers > 1 ? async () => ({ at: wallMs(), unfinished: await probe.unfinished() }) : undefined,
       onTail: () => void (warming = probe.unfinished().catch(() => {})),
       settle: async () => {
         await warming;
@@ -151,7 +153,7 @@ export async function processJobs(system, ns, { count, capMs, mode, workers = 1,
   } finally {
     await probe.close();
   }
-  const { results, reached, readyAt, settled } = run;
+  const { results, reached, readyAt, allReady, settled } = run;
   const pgSeconds = stopSampling?.();
   const handled = results.reduce((s, r) => s + r.count, 0);
   const first = Math.min(...results.map((r) => r.first ?? Infinity));
@@ -163,10 +165,17 @@ export async function processJobs(system, ns, { count, capMs, mode, workers = 1,
   // written after the last handler call. When the cap stopped the run first, it ends at the
   // last handler call. The JSON keeps the rate from the first call (fromFirstCallRate) and
   // to the last call (handlerRate) too.
+  // With several workers the window starts when the last is ready, and counts the jobs
+  // left then: the workers start together on 2 cores, and the first one ready would
+  // otherwise run beside the start-up of the others (their Node, modules and connections,
+  // 1–2 s of CPU for seven), which is not what many workers on one queue cost. The JSON
+  // keeps the rate from the first one's ready too (fromFirstReadyRate).
   const handlerRate = handled > 1 ? ((handled - 1) / (last - first)) * 1000 : handled / (capMs / 1000);
   const end = settled?.at;
-  const value = end == null || handled < 2 ? handlerRate : (handled / (end - readyAt)) * 1000;
+  const fromFirstReady = end == null || handled < 2 ? handlerRate : (handled / (end - readyAt)) * 1000;
+  const value = end != null && allReady?.unfinished > 0 ? (allReady.unfinished / (end - allReady.at)) * 1000 : fromFirstReady;
   const tail = end == null ? {} : {
+    ...(allReady ? { fromFirstReadyRate: fromFirstReady, lastReadyAfterFirstMs: allReady.at - readyAt, unfinishedWhenAllReady: allReady.unfinished } : {}),
     fromFirstCallRate: ((handled - 1) / (end - first)) * 1000, firstCallAfterReadyMs: first - readyAt,
     completionLagMs: end - last, tailPolls: settled.polls, tailLongestPollMs: settled.longestMs,
   };
