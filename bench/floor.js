@@ -1,0 +1,50 @@
+#!/usr/bin/env node
+// What any durable PostgreSQL job queue pays on this machine, whatever its SQL: the round
+// trip of `SELECT 1`, and a one-row INSERT into a table with a primary key alone, which
+// waits for its commit's WAL flush. Back to back (as "enqueue one at a time" calls) and
+// 20 ms apart (as at the latency scenario's 50 jobs/s, where an idle disk and CPU wake for
+// each one). A worker's pickup latency from commit includes at least one such commit (the
+// claim's, before the handler may start) and the notification's trip; one-at-a-time enqueue
+// is at most one call per such commit.
+//
+//   node bench/floor.js [--calls 200] [--rounds 3]
+import { parseArgs } from "node:util";
+import pg from "pg";
+import { median, pgUrl, sleep } from "./lib/common.js";
+
+const { values: args } = parseArgs({ options: { calls: { type: "string", default: "200" }, rounds: { type: "string", default: "3" } } });
+const table = `bench_floor_${process.pid}`;
+const c = new pg.Client(pgUrl);
+await c.connect();
+await c.query(`CREATE TABLE ${table} (id bigserial PRIMARY KEY)`);
+try {
+  const timed = async (query) => {
+    const started = performance.now();
+    await c.query(query);
+    return performance.now() - started;
+  };
+  const insert = { name: "floor_insert", text: `INSERT INTO ${table} DEFAULT VALUES` };
+  const select = { name: "floor_select", text: "SELECT 1" };
+  const medians = { 0: { insert: [], select: [] }, 20: { insert: [], select: [] } };
+  // Rounds interleave the two paces, so a slow minute falls on both.
+  for (let round = 0; round < Number(args.rounds); round++) {
+    for (const gapMs of [0, 20]) {
+      const inserts = [];
+      const selects = [];
+      for (let i = 0; i < Number(args.calls); i++) {
+        inserts.push(await timed(insert));
+        selects.push(await timed(select));
+        if (gapMs) await sleep(gapMs);
+      }
+      medians[gapMs].insert.push(median(inserts));
+      medians[gapMs].select.push(median(selects));
+    }
+  }
+  const ms = (values) => `${median(values).toFixed(2)} ms (rounds ${values.map((v) => v.toFixed(2)).join(", ")})`;
+  for (const gapMs of [0, 20]) {
+    console.log(`${gapMs ? "20 ms apart" : "back to back"}: one-row INSERT and commit ${ms(medians[gapMs].insert)}; SELECT 1 ${ms(medians[gapMs].select)}`);
+  }
+} finally {
+  await c.query(`DROP TABLE ${table}`);
+  await c.end();
+}
