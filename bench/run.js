@@ -61,6 +61,7 @@ async function measureOnce(def, system, run) {
     const rss = (result.maxRssMB != null ? ` rss ${result.maxRssMB.toFixed(0)} MB` : "") +
       (result.cpuUsPerJob != null ? `, ${result.cpuUsPerJob.toFixed(1)} µs CPU/job` : "") +
       (result.pgCpuUsPerJob != null ? `, PostgreSQL ${result.pgCpuUsPerJob.toFixed(1)} µs/job` : "") +
+      (result.walBytesPerJob != null ? `, WAL ${result.walBytesPerJob.toFixed(0)} B/job (${result.walRecordsPerJob.toFixed(1)} records, ${result.walFpiPerJob.toFixed(2)} full pages)` : "") +
       (result.generateSeconds != null ? `, history generated in ${result.generateSeconds.toFixed(0)} s` : "") +
       (result.committedPerSecond != null ? `, ${result.committedPerSecond.toFixed(0)} enqueues/s committed` : "") +
       (result.backendsPct != null ? `, the workers' ${result.backends} backends ${result.backendsPct.toFixed(2)} %, all postgres with no workers ${result.baselinePct.toFixed(2)} %` : "") +
@@ -69,10 +70,10 @@ async function measureOnce(def, system, run) {
     return result;
   } catch (error) {
     log(`  ${def.id} run ${run} ${systems[system]} FAILED: ${error.stack ?? error}`);
-    // A peer losing a completion is something the bench found about that peer, not a
-    // broken bench: report it, but only errand's own losses (or any crash) fail the run.
+    // A peer losing a completion, or falling behind the offered load, is something the bench
+    // found about that peer, not a broken bench: report it, but only errand's own (or any crash) fail the run.
     // A missing pgbench is a gap in the table, reported, not a failure of the bench.
-    ((error.lostCompletion && system !== "errand") || error.missingTool ? findings : failures).push(`${def.id}/${system}: ${error.message ?? error}`);
+    (((error.lostCompletion || error.fellBehind) && system !== "errand") || error.missingTool ? findings : failures).push(`${def.id}/${system}: ${error.message ?? error}`);
     await dropSchema(ns).catch(() => {});
     return { error: String(error.message ?? error) };
   }

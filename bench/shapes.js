@@ -10,6 +10,10 @@
 //   move       DELETE … RETURNING from jobs, INSERT into a history table with a primary key
 //   movebrin   the same, the history table with only a BRIN index on finished_at
 //   delete     DELETE, nothing kept (graphile-worker's shape)
+//   moveplain  move, on a jobs table without the seed's `dedupe_key text UNIQUE` (every row
+//              version, NULL keys included, has an entry in that index: one per claim)
+//   movenodedup  move, with that index's btree deduplication off (its NULL entries are
+//              all equal, and were merged into posting lists again and again)
 //
 // Reported per job: the backend's CPU (from /proc, claim and completion together) and the
 // rate. Rounds are interleaved. PostgreSQL must run on this machine (its /proc).
@@ -60,7 +64,9 @@ async function run(shape, round) {
   try {
     if (shape === "update50") await c.query(`ALTER TABLE ${s}.jobs SET (fillfactor = 50)`);
     if (shape.startsWith("move")) await c.query(`CREATE TABLE ${s}.history (LIKE ${s}.jobs INCLUDING DEFAULTS)`);
-    if (shape === "move") await c.query(`ALTER TABLE ${s}.history ADD PRIMARY KEY (id)`);
+    if (["move", "moveplain", "movenodedup"].includes(shape)) await c.query(`ALTER TABLE ${s}.history ADD PRIMARY KEY (id)`);
+    if (shape === "moveplain") await c.query(`ALTER TABLE ${s}.jobs DROP CONSTRAINT jobs_dedupe_key_key`);
+    if (shape === "movenodedup") await c.query(`ALTER INDEX ${s}.jobs_dedupe_key_key SET (deduplicate_items = off)`);
     if (shape === "movebrin") await c.query(`CREATE INDEX ON ${s}.history USING brin (finished_at)`);
     await c.query(`INSERT INTO ${s}.jobs (kind, payload) SELECT 'x', jsonb_build_object('i', g) FROM generate_series(1, $1) g`, [jobs]);
     await c.query(`VACUUM ANALYZE ${s}.jobs`);

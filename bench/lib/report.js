@@ -19,6 +19,9 @@ export function summarise(raw) {
         maxRssMB: median(ok.map((r) => r.maxRssMB)),
         callP50: median(ok.map((r) => r.callP50)),
         callP99: median(ok.map((r) => r.callP99)),
+        cpuUsPerJob: median(ok.map((r) => r.cpuUsPerJob)),
+        pgCpuUsPerJob: median(ok.map((r) => r.pgCpuUsPerJob)),
+        walBytesPerJob: median(ok.map((r) => r.walBytesPerJob)),
         runs: runs.map((r) => (r.error ? { error: r.error } : r)),
       };
     }
@@ -59,6 +62,14 @@ export function table(summary, defs) {
       line(`${def.id === "latency" ? "" : `${def.id}: `}pickup latency p99, from commit`, "ms", false, (s) => (data[s]?.p99 == null ? undefined : { v: data[s].p99, text: fmt(data[s].p99, "ms") }));
       line(`${def.id === "latency" ? "" : `${def.id}: `}end to end from the enqueue call, p50 (p99)`, "ms", false, (s) =>
         data[s]?.callP50 == null ? undefined : { v: data[s].callP50, text: `${fmt(data[s].callP50, "ms")} (${fmt(data[s].callP99, "ms")})` });
+    }
+  }
+  // What each job costs, where it goes: the worker's CPU, the server's, and the WAL written (issue 14: fewer writes per job).
+  for (const [id, settings] of [["process_default", "default"], ["process_best", "best"]]) {
+    const data = summary[id];
+    if (!data) continue;
+    for (const [field, title, unit] of [["cpuUsPerJob", "Node CPU", "µs"], ["pgCpuUsPerJob", "PostgreSQL CPU", "µs"], ["walBytesPerJob", "WAL written", "bytes"]]) {
+      line(`${title} per job, ${settings} settings`, unit, false, (s) => (data[s]?.[field] == null ? undefined : { v: data[s][field], text: fmt(data[s][field], unit) }));
     }
   }
   const rss = summary.process_best;

@@ -112,6 +112,23 @@ async function lastCompletion(probe, stallMs = 10_000) {
 }
 
 /**
+ * The server's WAL so far (pg_stat_wal: records, full-page images, bytes), or null where
+ * the view is missing (before PostgreSQL 14). Read before and after a run: what every
+ * session wrote meanwhile, so on a quiet server the run's writes (issue 14: "fewer writes
+ * per job"). A checkpoint during the run adds full-page images, counted apart.
+ */
+async function walSoFar() {
+  try {
+    return await withPg(async (c) => {
+      const { rows } = await c.query("SELECT wal_records::float8 AS records, wal_fpi::float8 AS fpi, wal_bytes::float8 AS bytes FROM pg_stat_wal");
+      return rows[0];
+    });
+  } catch {
+    return null;
+  }
+}
+
+/**
  * Fills a queue with `count` jobs, runs `workers` worker processes on it and returns the
  * rate. `keys`: spread the jobs over that many concurrency keys (errand); `batched`: enqueued
  * in batches of 1,000 with a callback (errand). `before(ns)` runs between setup and filling; `reuse`: the namespace exists (no
@@ -128,9 +145,10 @@ export async function processJobs(system, ns, { count, capMs, mode, workers = 1,
   // PostgreSQL's CPU (every postgres process on this machine, none when the server is
   // elsewhere) per handled job, in µs, start-up and shutdown included: beside the workers'
   // own, where a run's CPU goes.
+  // (BullMQ: none, nor WAL below; its store is Redis.)
   let stopSampling = null;
   try {
-    stopSampling = samplePostgresCpu();
+    if (system !== "bullmq") stopSampling = samplePostgresCpu();
   } catch {
     // the server is on another machine: no figure
   }
@@ -138,6 +156,7 @@ export async function processJobs(system, ns, { count, capMs, mode, workers = 1,
   // when the tail begins (the last tenth of the jobs) walks the dead index entries the run
   // has left so far, so that the polls at the end, which time it, find few left to walk.
   const probe = await adapter.probe(count);
+  const walBefore = system === "bullmq" ? null : await walSoFar();
   let warming;
   let run;
   try {
@@ -155,6 +174,7 @@ export async function processJobs(system, ns, { count, capMs, mode, workers = 1,
   }
   const { results, reached, readyAt, allReady, settled } = run;
   const pgSeconds = stopSampling?.();
+  const walAfter = walBefore && (await walSoFar());
   const handled = results.reduce((s, r) => s + r.count, 0);
   const first = Math.min(...results.map((r) => r.first ?? Infinity));
   const last = Math.max(...results.map((r) => r.last ?? -Infinity));
@@ -197,7 +217,9 @@ export async function processJobs(system, ns, { count, capMs, mode, workers = 1,
   // Node CPU per handled job, in µs: less sensitive to a loaded machine than the rate.
   const cpuUsPerJob = (results.reduce((s, r) => s + (r.cpuMs ?? 0), 0) * 1000) / Math.max(1, handled);
   const pgCpuUsPerJob = pgSeconds == null ? null : (pgSeconds * 1e6) / Math.max(1, handled);
-  return { value, handlerRate, ...tail, handled, completed, reached, cpuUsPerJob, pgCpuUsPerJob, maxRssMB: Math.max(...results.map((r) => r.maxRssMB)), stopMs: Math.max(...results.map((r) => r.stopMs)) };
+  // WAL per handled job, start-up and shutdown included (as the PostgreSQL CPU).
+  const wal = walAfter ? Object.fromEntries(["records", "fpi", "bytes"].map((k) => [k, (walAfter[k] - walBefore[k]) / Math.max(1, handled)])) : null;
+  return { value, handlerRate, ...tail, handled, completed, reached, cpuUsPerJob, pgCpuUsPerJob, walBytesPerJob: wal?.bytes ?? null, walRecordsPerJob: wal?.records ?? null, walFpiPerJob: wal?.fpi ?? null, maxRssMB: Math.max(...results.map((r) => r.maxRssMB)), stopMs: Math.max(...results.map((r) => r.stopMs)) };
 }
 
 /** The raw-SQL ceiling by pgbench: the seed's table (bench/systems/raw.js), filled the same way. */
@@ -267,7 +289,12 @@ async function latency(system, ns, { seconds, rate }) {
     await verify(adapter, result.count, sent, `${system} latency`);
     await adapter.teardown();
     await adapter.close();
-    if (result.latencies.length < sent) throw new Error(`${system} latency: ${result.latencies.length} of ${sent} jobs picked up`);
+    if (result.latencies.length < sent) {
+      // Still behind 10 s after the last enqueue: the offered load outran the worker (a finding for a peer, a failure for errand).
+      const error = new Error(`${system} latency: ${result.latencies.length} of ${sent} jobs picked up within 10 s of the last enqueue`);
+      error.fellBehind = true;
+      throw error;
+    }
     // From commit (the enqueue call returned: the job exists) to the handler's start; a
     // worker woken before the producer saw its commit acknowledged counts as 0.
     const fromCommit = result.latencies.map(([seq, at]) => Math.max(0, at - committed[seq]));
