@@ -78,6 +78,13 @@ export const defaultRetentionMs = 7 * 86_400_000;
 /** Rows per DELETE when pruning: each batch is its own short transaction. */
 export const defaultPurgeBatchSize = 1000;
 
+/**
+ * The share of its time a purge spends deleting: after each batch it rests four times as
+ * long as the batch took, so beside busy workers it takes about a fifth of one connection
+ * and of one core (at full speed, 0.8 of a core took 15–38 % off processing on 2 cores).
+ */
+export const defaultPurgeDutyCycle = 0.2;
+
 /** How often a worker process prunes. */
 export const defaultPurgeIntervalMs = 3_600_000;
 

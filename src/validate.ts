@@ -39,6 +39,12 @@ export function nonNegativeMs(value: unknown, field: string): number {
   return value;
 }
 
+/** A share of a whole: a number more than 0 and at most 1. */
+export function share(value: unknown, field: string): number {
+  if (typeof value !== "number" || !(value > 0 && value <= 1)) throw new ValidationError(field, `must be a number more than 0 and at most 1 (got ${show(value)})`);
+  return value;
+}
+
 /** An integer that fits PostgreSQL's `int` (a priority, a limit). */
 export function integer(value: unknown, field: string): number {
   if (typeof value !== "number" || !Number.isSafeInteger(value) || Math.abs(value) > 2_147_483_647) throw new ValidationError(field, `must be an integer (got ${show(value)})`);

@@ -1,6 +1,7 @@
 import type { Command } from "commander";
-import { defaultPurgeBatchSize, defaultRetentionMs } from "../defaults.js";
+import { defaultPurgeBatchSize, defaultPurgeDutyCycle, defaultRetentionMs } from "../defaults.js";
 import { humanAge, parseDuration } from "../human-format.js";
+import { share } from "../validate.js";
 import { type DatabaseFlags, intArg, openFromFlags, withDatabase } from "./common.js";
 import { printJson } from "./output.js";
 
@@ -8,6 +9,7 @@ interface PurgeFlags extends DatabaseFlags {
   readonly olderThan?: string;
   readonly deadOlderThan?: string;
   readonly batchSize?: number;
+  readonly dutyCycle?: string;
   readonly dryRun?: boolean;
   readonly json?: boolean;
 }
@@ -21,6 +23,7 @@ export function register(program: Command): void {
       .option("--older-than <duration>", `delete done and cancelled jobs finished longer ago than this (default ${defaultRetentionMs / 86_400_000}d)`)
       .option("--dead-older-than <duration>", "also delete dead jobs that died longer ago than this")
       .option("--batch-size <n>", `rows per DELETE, each its own short transaction (default ${defaultPurgeBatchSize})`, intArg(1, 100_000))
+      .option("--duty-cycle <share>", `the share of its time the purge spends deleting, resting the rest after each batch; 1: no rests (default ${defaultPurgeDutyCycle})`)
       .option("--dry-run", "only count what would be deleted")
       .option("--json", 'print one JSON object: {"done", "cancelled", "dead", "finishedBatches", "batches", "dryRun"}'),
   ).action(async (flags: PurgeFlags) => {
@@ -32,6 +35,7 @@ export function register(program: Command): void {
         olderThanMs,
         ...(deadOlderThanMs === undefined ? {} : { deadOlderThanMs }),
         ...(flags.batchSize === undefined ? {} : { batchSize: flags.batchSize }),
+        ...(flags.dutyCycle === undefined ? {} : { dutyCycle: share(flags.dutyCycle.trim() === "" ? Number.NaN : Number(flags.dutyCycle), "--duty-cycle") }),
         dryRun: flags.dryRun === true,
       });
       if (flags.json) {

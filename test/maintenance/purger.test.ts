@@ -134,6 +134,52 @@ describe("purger", () => {
     await expect(t.errand.purge({ olderThan: 1 } as never)).rejects.toThrow(/olderThan: unknown option — did you mean 'olderThanMs'\?/);
   });
 
+  it("rests after each full batch for (1 - dutyCycle) / dutyCycle times the batch's time, and not at all with 1", async () => {
+    await seed(3_000, "old", "done", 8);
+    // A clock that moves 5 ms at each reading, so that every batch takes 5 ms, and rests that return at once but are recorded.
+    let now = 0;
+    const rests: number[] = [];
+    const pace = { clock: { now: () => (now += 5) }, rest: async (ms: number) => void rests.push(ms) };
+    const purger = new Purger(t.errand.driver, t.schema, { batchSize: 1_000, dutyCycle: 0.25 }, pace);
+    // Three full batches of done rows in jobs, each followed by a rest of 3 × 5 ms; the short ones (the last of each kind of row) by none.
+    expect(await purger.runOnce()).toMatchObject({ done: 3_000, batches: 1 + 4 + 1 + 1 });
+    expect(rests).toEqual([15, 15, 15]);
+    // The default is 0.2: four times the batch's time.
+    await seed(2_000, "old", "done", 8);
+    rests.length = 0;
+    expect(await new Purger(t.errand.driver, t.schema, { batchSize: 1_000 }, pace).runOnce()).toMatchObject({ done: 2_000 });
+    expect(rests).toEqual([20, 20]);
+    await seed(2_000, "old", "done", 8);
+    rests.length = 0;
+    expect(await new Purger(t.errand.driver, t.schema, { batchSize: 1_000, dutyCycle: 1 }, pace).runOnce()).toMatchObject({ done: 2_000 });
+    expect(rests).toEqual([]);
+    for (const bad of [0, -0.5, 1.5, Number.NaN, "0.5"]) {
+      await expect(t.errand.purge({ dutyCycle: bad as number })).rejects.toThrow(/^dutyCycle: must be a number more than 0 and at most 1/);
+    }
+  });
+
+  it("stop() ends a purge after its batch under way, cutting its rest short", async () => {
+    await seed(3_000, "old", "done", 8);
+    // The first rest waits until stop() aborts it, and says when it began.
+    let resting!: () => void;
+    const rested = new Promise<void>((resolve) => (resting = resolve));
+    const rest = (_ms: number, signal: AbortSignal | undefined) =>
+      new Promise<void>((resolve) => {
+        signal?.addEventListener("abort", () => resolve());
+        resting();
+      });
+    const results: { done: number; batches: number }[] = [];
+    const purger = new Purger(t.errand.driver, t.schema, { batchSize: 1_000, intervalMs: 60_000, onPurge: (r) => results.push(r) }, { rest });
+    const started = purger.start();
+    await rested;
+    await purger.stop();
+    await started;
+    // One batch deleted (after an empty one in done_jobs), then the purge ended in its rest: the rest is left for the next run.
+    expect(results).toEqual([expect.objectContaining({ done: 1_000, batches: 2 })]);
+    expect(await count("kind = 'old'")).toBe(2_000);
+    expect(await t.errand.purge({ dutyCycle: 1 })).toMatchObject({ done: 2_000 });
+  });
+
   it("still answers to its former name Pruner, whose onPrune receives each result", async () => {
     await seed(3, "k", "done", 10);
     const results: number[] = [];

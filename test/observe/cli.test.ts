@@ -46,7 +46,7 @@ describe("observability commands", () => {
     expect(lines.every((line) => line.total.ready === 2)).toBe(true);
   });
 
-  it("errand purge counts with --dry-run, keeps dead jobs, and names a bad duration", async () => {
+  it("errand purge counts with --dry-run, keeps dead jobs, and names a bad duration or duty cycle", async () => {
     const dry = await cli("purge", "--dry-run", "--older-than", "0s");
     expect(dry).toMatchObject({ code: 0, stdout: "would delete 0 done jobs and 0 cancelled jobs finished more than 0 s ago; dead jobs kept (see errand dead list)\n" });
     const real = await cli("purge");
@@ -55,6 +55,10 @@ describe("observability commands", () => {
     const bad = await cli("purge", "--older-than", "a week");
     expect(bad.code).toBe(2);
     expect(bad.stderr).toBe('errand: --older-than: must be a duration like 30s, 5m, 1h or 7d (got "a week")\n');
+    expect(JSON.parse((await cli("purge", "--json", "--duty-cycle", "1")).stdout)).toMatchObject({ done: 0, dryRun: false });
+    const share = await cli("purge", "--duty-cycle", "1.5");
+    expect(share.code).toBe(2);
+    expect(share.stderr).toBe("errand: --duty-cycle: must be a number more than 0 and at most 1 (got 1.5)\n");
   });
 
   it("errand plan prints the seed's table", async () => {
