@@ -22,6 +22,7 @@ export function summarise(raw) {
         cpuUsPerJob: median(ok.map((r) => r.cpuUsPerJob)),
         pgCpuUsPerJob: median(ok.map((r) => r.pgCpuUsPerJob)),
         walBytesPerJob: median(ok.map((r) => r.walBytesPerJob)),
+        ratio: median(ok.map((r) => r.ratio)), // history_purge: the rate with the purger against without it
         runs: runs.map((r) => (r.error ? { error: r.error } : r)),
       };
     }
@@ -119,6 +120,9 @@ export function targets(summary) {
   checks.push({ target: "50 idle workers add < 2 % of one core of PostgreSQL CPU", met: idle != null && idle < 2, detail: idle == null ? "not measured" : `${idle.toFixed(2)} %` });
   ratio("history, never vacuumed or analysed, within 10 % of the empty table", v("history_raw", "errand"), v("history_empty", "errand"), 0.9);
   ratio("history, after VACUUM ANALYZE, within 10 % of the empty table", v("history_vacuumed", "errand"), v("history_empty", "errand"), 0.9);
+  const purge = v("history_purge", "errand", "ratio");
+  checks.push({ target: "processing beside the purger within 10 % of processing without it", met: purge != null && purge >= 0.9,
+    detail: purge == null ? "not measured" : `${(purge * 100).toFixed(1)} % (median of the runs' ratios)` });
   const rss = v("process_best", "errand", "maxRssMB");
   checks.push({ target: "worker RSS < 150 MB while processing", met: rss != null && rss < 150, detail: rss == null ? "not measured" : `${rss.toFixed(0)} MB` });
   return checks;
