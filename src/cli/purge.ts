@@ -29,13 +29,15 @@ export function register(program: Command): void {
   ).action(async (flags: PurgeFlags) => {
     const olderThanMs = flags.olderThan === undefined ? defaultRetentionMs : parseDuration(flags.olderThan, "--older-than");
     const deadOlderThanMs = flags.deadOlderThan === undefined ? undefined : parseDuration(flags.deadOlderThan, "--dead-older-than");
+    // Checked before the database is opened, as the durations are.
+    const dutyCycle = flags.dutyCycle === undefined ? undefined : share(flags.dutyCycle.trim() === "" ? Number.NaN : Number(flags.dutyCycle), "--duty-cycle");
     const errand = await openFromFlags(flags);
     try {
       const result = await errand.purge({
         olderThanMs,
         ...(deadOlderThanMs === undefined ? {} : { deadOlderThanMs }),
         ...(flags.batchSize === undefined ? {} : { batchSize: flags.batchSize }),
-        ...(flags.dutyCycle === undefined ? {} : { dutyCycle: share(flags.dutyCycle.trim() === "" ? Number.NaN : Number(flags.dutyCycle), "--duty-cycle") }),
+        ...(dutyCycle === undefined ? {} : { dutyCycle }),
         dryRun: flags.dryRun === true,
       });
       if (flags.json) {
