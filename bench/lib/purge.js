@@ -36,7 +36,7 @@ function watch(ns, name) {
         `SELECT coalesce(max(extract(epoch FROM clock_timestamp() - xact_start) * 1000) FILTER (WHERE application_name = $1), 0) AS purge_ms,
                 count(*) FILTER (WHERE wait_event_type = 'Lock' AND query LIKE '%' || $2 || '%') AS waiting,
                 coalesce(max(extract(epoch FROM clock_timestamp() - state_change) * 1000) FILTER (WHERE wait_event_type = 'Lock' AND query LIKE '%' || $2 || '%'), 0) AS wait_ms,
-                string_agg(DISTINCT wait_event || ': ' || left(query, 30), '; ') FILTER (WHERE wait_event_type = 'Lock' AND query LIKE '%' || $2 || '%') AS waits
+                string_agg(DISTINCT wait_event || ': ' || left(btrim(regexp_replace(query, '[[:space:]]+', ' ', 'g')), 60), '; ') FILTER (WHERE wait_event_type = 'Lock' AND query LIKE '%' || $2 || '%') AS waits
          FROM pg_stat_activity WHERE pid <> pg_backend_pid()`, [name, ns]);
       seen.samples++;
       seen.longestPurgeTransactionMs = Math.max(seen.longestPurgeTransactionMs, Number(row.purge_ms));
