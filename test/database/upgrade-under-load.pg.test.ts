@@ -12,13 +12,16 @@ import { eventually, freshSchema } from "../support/db.js";
 const url = process.env.ERRAND_TEST_URL!;
 const rows = Number(process.env.ERRAND_UPGRADE_ROWS ?? 1_000_000);
 const ready = Math.round(rows / 20);
-// The longest a statement of the worker or enqueuer may take. A migration statement that
-// needs the table's exclusive lock waits at most its lock_timeout (200 ms) before it backs
-// off, and holds the lock only for catalog changes; the rest is slack for a shared, loaded
-// machine, where a plain claim takes tens of milliseconds now and then. (Applied in one
-// transaction holding that lock, as before, the upgrade of 1,000,000 rows stopped both for
-// 0.9 s on a quiet machine.)
+// The longest a statement of the worker or enqueuer may wait for a lock (sampled every
+// 20 ms from pg_locks). A migration statement that needs the table's exclusive lock waits
+// at most its lock_timeout (200 ms) before it backs off, and holds the lock only for
+// catalog changes. (Applied in one transaction holding that lock, as before, the upgrade
+// of 1,000,000 rows stopped both for 0.9 s on a quiet machine: a lock wait.)
 const stallBoundMs = 500;
+// The longest a statement may take in all: its lock waits and the machine's load, which
+// here includes the upgrade moving 950,000 done rows and other test files running beside.
+// A worker statement took 585 ms once in CI with 16 ms of it waiting for a lock.
+const roundTripBoundMs = 1_500;
 
 const admin = new pg.Pool({ connectionString: url, max: 4 });
 afterAll(() => admin.end());
@@ -168,8 +171,8 @@ describe("upgrading an installation while it works", () => {
       expect(applied).toEqual(migrations.slice(10).map((m) => m.version));
       expect(during.claimed).toBeGreaterThan(0);
       expect(during.enqueued).toBeGreaterThan(0);
-      expect(worker.slowestMs).toBeLessThan(stallBoundMs);
-      expect(app.slowestMs).toBeLessThan(stallBoundMs);
+      expect(worker.slowestMs).toBeLessThan(roundTripBoundMs);
+      expect(app.slowestMs).toBeLessThan(roundTripBoundMs);
       expect(waits.byPid.get(worker.pid) ?? 0).toBeLessThan(stallBoundMs);
       expect(waits.byPid.get(app.pid) ?? 0).toBeLessThan(stallBoundMs);
 
