@@ -93,7 +93,7 @@ export function targets(summary) {
   const ratio = (target, [scenarioA, systemA], [scenarioB, systemB], min) => {
     const [a, b] = [v(scenarioA, systemA), v(scenarioB, systemB)];
     const r = a != null && b != null ? a / b : null;
-    const [runsA, runsB] = [summary[scenarioA]?.[systemA]?.runs ?? [], summary[scenarioB]?.[systemB]?.runs ?? []];
+    const [runsA, runsB] = [v(scenarioA, systemA, "runs") ?? [], v(scenarioB, systemB, "runs") ?? []];
     const paired = runsA.map((run, i) => run.value / runsB[i]?.value).filter((x) => Number.isFinite(x));
     const byRun = paired.length > 1 ? `; run by run ${paired.map((x) => `${x.toFixed(2)}×`).join(", ")}` : "";
     checks.push({ target, met: r != null && r >= min, detail: r == null ? "not measured" : `${r.toFixed(2)}× (need ≥ ${min}×)${byRun}` });
