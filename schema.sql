@@ -228,7 +228,7 @@ CREATE FUNCTION errand.notify_jobs() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 BEGIN
-  PERFORM pg_notify('errand_jobs_errand', '');
+  PERFORM pg_notify('errand_jobs_errand', floor(extract(epoch FROM now()) * 1000000)::bigint::text);
   RETURN NULL;
 END;
 $$;

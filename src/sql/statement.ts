@@ -35,9 +35,20 @@ export function channelFor(schema: string): string {
 /**
  * The payload of the notice on the jobs channel ({@link channelFor}) that says a running
  * job was cancelled: its worker sends a heartbeat at once, which reports which. Enqueue's
- * notices are empty, so one listening connection per worker serves both.
+ * notices carry a time instead (see {@link insertedSince}), so one listening connection per
+ * worker serves both.
  */
 export const cancelNotice = "cancel";
+
+/**
+ * The start of the transaction that inserted jobs, in epoch microseconds (server clock), from
+ * the insert trigger's notice on the jobs channel (migration 019; empty before it): its jobs'
+ * run_at defaults to that time, so a worker whose claim floor lies above it lowers the floor
+ * there (see src/worker/claim-floor.ts). undefined for any other notice.
+ */
+export function insertedSince(payload: string | undefined): number | undefined {
+  return payload !== undefined && /^\d{1,16}$/.test(payload) ? Number(payload) : undefined;
+}
 
 /**
  * The payload of the notice on the jobs channel that says jobs came back to ready keeping

@@ -120,6 +120,27 @@ describe("ClaimFloor", () => {
     expect(floor.start().key?.id).toBe(1n);
   });
 
+  it("moves down to the start of a transaction that inserted jobs below it, and a claim out meanwhile does not raise it", () => {
+    const { floor, clock } = floorAt();
+    floor.since(t - 1_000); // no floor yet: claims are from the start
+    expect(floor.start().key).toBeUndefined();
+    floor.claimed([row(2, t, 1)], floor.start(), clock.now);
+    floor.since(t); // began at the floor's run_at: the claim's own key order reads it
+    floor.since(t + 500);
+    expect(floor.start().key).toEqual({ priority: 2, runAtUs: t, id: 1n });
+    const during = floor.start();
+    floor.since(t - 300_000);
+    expect(floor.start().key).toEqual({ priority: 2, runAtUs: t - 300_000, id: 0n });
+    floor.claimed([row(2, t + 10, 2)], during, clock.now);
+    expect(floor.start().key?.runAtUs).toBe(t - 300_000);
+    floor.since(t - 200_000); // above the lowered floor: nothing to do
+    expect(floor.start().key?.runAtUs).toBe(t - 300_000);
+    // The next claim, from there, moves it up again; no probe was asked for.
+    floor.claimed([row(2, t - 300_000, 3), row(2, t + 20, 4)], floor.start(), clock.now);
+    expect(floor.start().key).toEqual({ priority: 2, runAtUs: t + 20, id: 4n });
+    expect(floor.probeDue()).toBe(false);
+  });
+
   it("starts from the hint, which counts as a look from the start; without one, from the start", () => {
     const hinted = floorAt();
     expect(hinted.floor.unset).toBe(true);

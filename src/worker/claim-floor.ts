@@ -44,17 +44,20 @@ export interface ProbeStart {
  *
  * A job can become ready below the floor. Where the worker is told, it probes at once
  * ({@link ClaimFloor.drop}): jobs given back by any worker (the release's `returned`
- * notice), rescued by this process, of a kind or queue just resumed. Where it is not — a
- * job enqueued with a run_at in the past or by a transaction that ran longer than the
- * claim's slack, rescued by another process (its run_at is the rescue's now(), below the
- * floor only when a claim passed that time while the rescue was in flight), a row another
- * worker's claim skipped and then rolled back — the job is not lost: a probe goes out one
- * poll interval after the last look from the start. A job below the floor waits at most
- * that long (and the probe's own time) for a worker with a free slot — the bound a missed
- * notification already has — and may run that much out of claim order. Where a look from
- * the start is slow (many dead entries), the floor goes longer without one, so that those
- * looks take at most 1/{@link fromStartShare} of the time, up to {@link maxPollIntervals}
- * poll intervals.
+ * notice), rescued by this process, of a kind or queue just resumed. A job inserted by a
+ * transaction that began below the floor (one that ran longer than the claim's slack while
+ * claims went past its start) is read by the next claim, which starts at that transaction's
+ * start: the insert's notice carries it ({@link ClaimFloor.since}). Where the worker is not
+ * told (nor is a worker that does not listen) — a job enqueued with a run_at before its
+ * transaction began (given, in the past), rescued by another process (its run_at is the rescue's
+ * now(), below the floor only when a claim passed that time while the rescue was in
+ * flight), a row another worker's claim skipped and then rolled back — the job is not lost:
+ * a probe goes out one poll interval after the last look from the start. A job below the
+ * floor waits at most that long (and the probe's own time) for a worker with a free slot —
+ * the bound a missed notification already has — and may run that much out of claim order.
+ * Where a look from the start is slow (many dead entries), the floor goes longer without
+ * one, so that those looks take at most 1/{@link fromStartShare} of the time, up to
+ * {@link maxPollIntervals} poll intervals.
  *
  * A producer with no floor yet claims from the start, unless a hint says where its queue's
  * claims left off (the last job of the queue that finished, {@link ClaimFloor.hint}): on a
@@ -70,7 +73,7 @@ export class ClaimFloor {
   #key: ClaimKey | undefined;
   /** When the last look from the start (a claim from the start, a probe, the hint) was sent (process clock). */
   #lookedAt = -Infinity;
-  /** Times a probe lowered the floor: a claim in flight then must not raise it past what the probe found. */
+  /** Times a probe or a notice lowered the floor: a claim in flight then must not raise it past that. */
   #lowered = 0;
   /** Times the floor was dropped: a probe in flight at a drop may not have seen the jobs below. */
   #drops = 0;
@@ -138,6 +141,19 @@ export class ClaimFloor {
     for (const row of rows) if (last === undefined || rowBefore(last, row)) last = row;
     const key = last === undefined ? undefined : keyOf(last);
     this.#key = key === undefined || (start.key !== undefined && before(key, start.key)) ? start.key : key;
+  }
+
+  /**
+   * Jobs were inserted by a transaction that began at `startUs` (epoch µs on the server's
+   * clock, from the insert's notice): their run_at is no earlier unless given. When that is
+   * below the floor, the floor moves down to it (the floor's priority, that time, id 0; other
+   * priorities are read from their start anyway): the next claim reads the entries of the jobs
+   * claimed since then once, as many as the transaction was long, instead of waiting for a probe.
+   */
+  since(startUs: number): void {
+    if (this.#key === undefined || startUs >= this.#key.runAtUs) return;
+    this.#key = { priority: this.#key.priority, runAtUs: startUs, id: 0n };
+    this.#lowered++;
   }
 
   /** Jobs are ready below the floor (given back, rescued, resumed): the next claim sends a probe. */

@@ -138,6 +138,11 @@ export class Claimer {
     this.#floor.drop();
   }
 
+  /** Jobs were inserted by a transaction that began at `startUs`: the next plain claim starts no later (see {@link ClaimFloor.since}). */
+  lowerFloor(startUs: number): void {
+    this.#floor.since(startUs);
+  }
+
   /**
    * Claims up to `limit` jobs, of which the first `startNow` are charged their attempt at
    * once; from the claim floor, or with `fromStart` from the start of the ready index (a

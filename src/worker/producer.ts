@@ -122,10 +122,13 @@ export class Producer {
   /**
    * A notification (or rescue) says jobs may be ready; `keyed`: jobs with a concurrency key
    * may be among them; `returned`: jobs came back to ready keeping their run_at, below the
-   * claim floor (see claim-floor.ts), so the next claim sends the floor's probe.
+   * claim floor (see claim-floor.ts), so the next claim sends the floor's probe; `since`: the
+   * jobs were inserted by a transaction that began then (epoch µs, see insertedSince), so the
+   * next claim starts no later than there.
    */
-  nudge(keyed = false, returned = false): void {
+  nudge(keyed = false, returned = false, since?: number): void {
     if (returned) this.#claimer.dropFloor();
+    if (since !== undefined) this.#claimer.lowerFloor(since);
     this.#nudges++;
     this.#queueMayHaveJobs = true;
     this.#keyed.wake(keyed);

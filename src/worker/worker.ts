@@ -9,7 +9,7 @@ import { defaultRetryPolicy, pausePollMs, restingPollMs } from "../defaults.js";
 import { queriesFor } from "../sql/jobs.js";
 import { pauseNotice } from "../sql/queues.js";
 import { keyedNotice } from "../sql/limits.js";
-import { cancelNotice, channelFor, returnedNotice } from "../sql/statement.js";
+import { cancelNotice, channelFor, insertedSince, returnedNotice } from "../sql/statement.js";
 import { Completer } from "./completer.js";
 import { Heartbeat } from "./heartbeat.js";
 import { maxBufferWaitMs } from "./buffer.js";
@@ -118,7 +118,7 @@ export class Worker {
           // send it now (a missed notice costs only time: the next heartbeat reports it).
           if (payload === cancelNotice) void this.#heartbeat.beat();
           else if (payload === pauseNotice) void this.#readPauses();
-          else this.#nudge(payload === keyedNotice, payload === returnedNotice);
+          else this.#nudge(payload === keyedNotice, payload === returnedNotice, insertedSince(payload));
         },
         () => {
           // Notifications sent while the connection was down are lost: look for jobs and pauses now.
@@ -219,9 +219,9 @@ export class Worker {
     if (ready) this.#nudge(true, true);
   }
 
-  /** `keyed`: jobs with a concurrency key may be among those to look for (see KeyedClaim); `returned`: see Producer.nudge. */
-  #nudge(keyed: boolean, returned = false): void {
-    for (const producer of this.#producers) producer.nudge(keyed, returned);
+  /** `keyed`: jobs with a concurrency key may be among those to look for (see KeyedClaim); `returned` and `since`: see Producer.nudge. */
+  #nudge(keyed: boolean, returned = false, since?: number): void {
+    for (const producer of this.#producers) producer.nudge(keyed, returned, since);
   }
 
   /**

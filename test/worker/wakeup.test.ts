@@ -1,6 +1,7 @@
 import { expect, it } from "vitest";
 import { Errand } from "../../src/index.js";
 import type { Driver, Statement } from "../../src/driver/types.js";
+import { channelFor, insertedSince } from "../../src/sql/statement.js";
 import { eventually, useTestErrand } from "../support/db.js";
 
 const t = useTestErrand();
@@ -78,4 +79,34 @@ it("a queue without keyed jobs costs no keyed claim per notification, and a keye
   await eventually(() => ran.includes(batchMember!), 10_000, "the keyed batch member to run");
   await worker.stop();
   expect(keyedClaims).toBeGreaterThan(afterFirst);
+});
+
+it("an insert's notice carries its transaction's start, once per transaction, in microseconds", async () => {
+  // A worker lowers its claim floor to that start (src/worker/claim-floor.ts): the jobs'
+  // run_at defaults to it, so it must be exact and never later.
+  const payloads: (string | undefined)[] = [];
+  const unlisten = await t.errand.driver.listen(channelFor(t.schema), (payload) => payloads.push(payload));
+  try {
+    const startUs = await t.inTransaction(async (client) => {
+      const { rows } = await client.query<{ us: string }>(`SELECT floor(extract(epoch FROM now()) * 1000000)::bigint::text AS us`);
+      await client.query(`INSERT INTO ${t.schema}.jobs (kind) VALUES ('a')`);
+      await client.query(`INSERT INTO ${t.schema}.jobs (kind) VALUES ('b'), ('c')`);
+      return rows[0]!.us;
+    });
+    await eventually(() => payloads.length > 0, 5_000, "the notice");
+    const [{ run_at_us } = { run_at_us: "" }] = await t.sql<{ run_at_us: string }>(
+      `SELECT DISTINCT floor(extract(epoch FROM run_at) * 1000000)::bigint::text AS run_at_us FROM ${t.schema}.jobs`,
+    );
+    await t.errand.enqueue("d", {});
+    await eventually(() => payloads.length > 1, 5_000, "the next transaction's notice");
+    expect(payloads[0]).toBe(startUs);
+    expect(run_at_us).toBe(startUs);
+    expect(insertedSince(payloads[0])).toBe(Number(startUs));
+    expect(Number(payloads[1])).toBeGreaterThanOrEqual(Number(startUs));
+    // The first transaction's second insert added no notice: a listening worker is woken once.
+    expect(payloads).toHaveLength(2);
+    expect([undefined, "", "cancel", "returned", "-1", "1.5", "12345678901234567"].map(insertedSince)).toEqual(Array(7).fill(undefined));
+  } finally {
+    await unlisten();
+  }
 });
