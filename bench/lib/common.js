@@ -73,6 +73,24 @@ export function* chunks(n, size, make) {
   }
 }
 
+/**
+ * Runs `insert(client)` in a transaction on a connection of its own, committed `holdMs`
+ * later: a web request that enqueues its job early and commits after its other work.
+ * Resolves at the commit (the connection closes after).
+ */
+export async function inHeldTransaction(insert, holdMs) {
+  const client = new pg.Client({ connectionString: pgUrl });
+  await client.connect();
+  try {
+    await client.query("BEGIN");
+    await insert(client);
+    await sleep(holdMs);
+    await client.query("COMMIT");
+  } finally {
+    void client.end();
+  }
+}
+
 /** Resolves after `ms`. */
 export function sleep(ms) {
   return new Promise((resolve) => setTimeout(resolve, ms));

@@ -238,7 +238,10 @@ async function pgbenchJobs(ns, { count, clients }) {
 }
 
 /**
- * Pickup latency at `rate` jobs/s offered for `seconds`. Up to 50 jobs/s, one enqueue at a
+ * Pickup latency at `rate` jobs/s offered for `seconds`. `heldMs`: every {@link heldEvery}th
+ * job is enqueued in a transaction committed that long after its insert (see
+ * inHeldTransaction; the others go on meanwhile), and only those jobs are reported: a
+ * web request that enqueues, then does its other work, beside a busy queue. Up to 50 jobs/s, one enqueue at a
  * time, each awaited; above, open loop: every job is sent when it is due, whether or not
  * earlier enqueues have returned, up to {@link maxInFlight} at once (beyond that a client's
  * pool times out waiting for a connection), so the load offered does not drop to what one
@@ -248,8 +251,11 @@ async function pgbenchJobs(ns, { count, clients }) {
  */
 const maxInFlight = 64;
 const producerConnections = 32;
+const heldEvery = 10;
+/** How long latency_held's transactions stay open after their insert: a slow web request. */
+const heldTransactionMs = 300;
 
-async function latency(system, ns, { seconds, rate }) {
+async function latency(system, ns, { seconds, rate, heldMs = 0 }) {
   const adapter = await adapterFor(system, ns, rate > 50 ? { connections: producerConnections } : {});
   await adapter.setup();
   const [worker] = [spawnChild({ role: "worker", system, ns, mode: "latency" })];
@@ -263,9 +269,10 @@ async function latency(system, ns, { seconds, rate }) {
     const called = [];
     const committed = [];
     const inFlight = new Set();
+    const held = (seq) => heldMs > 0 && seq % heldEvery === heldEvery - 1;
     const send = (seq) => {
       called[seq] = wallMs();
-      const sending = adapter.enqueueOne({ seq }).then(() => {
+      const sending = (held(seq) ? adapter.enqueueHeld({ seq }, heldMs) : adapter.enqueueOne({ seq })).then(() => {
         committed[seq] = wallMs();
         inFlight.delete(sending);
       });
@@ -277,7 +284,8 @@ async function latency(system, ns, { seconds, rate }) {
       if (rate <= 50 || sent === 0) { // the first one awaited: the adapter opens its client once
         const wait = start + sent * interval - wallMs();
         if (wait > 0) await sleep(wait);
-        await send(sent++);
+        if (held(sent)) void send(sent++); // its commit comes heldMs later: the stream goes on
+        else await send(sent++);
         continue;
       }
       const due = Math.min(total, Math.floor((wallMs() - start) / interval) + 1);
@@ -299,9 +307,10 @@ async function latency(system, ns, { seconds, rate }) {
     }
     // From commit (the enqueue call returned: the job exists) to the handler's start; a
     // worker woken before the producer saw its commit acknowledged counts as 0.
-    const fromCommit = result.latencies.map(([seq, at]) => Math.max(0, at - committed[seq]));
-    // End to end: from the enqueue call (includes the producer's commit and its fsync).
-    const fromCall = result.latencies.map(([seq, at]) => at - called[seq]);
+    const reported = result.latencies.filter(([seq]) => heldMs === 0 || held(seq));
+    const fromCommit = reported.map(([seq, at]) => Math.max(0, at - committed[seq]));
+    // End to end: from the enqueue call (includes the producer's commit and its fsync; a held transaction's hold).
+    const fromCall = reported.map(([seq, at]) => at - called[seq]);
     return {
       value: percentile(fromCommit, 50), p99: percentile(fromCommit, 99),
       callP50: percentile(fromCall, 50), callP99: percentile(fromCall, 99),
@@ -364,6 +373,9 @@ export function scenarios(cfg) {
       measure: (s, ns) => latency(s, ns, { seconds: cfg.latencySeconds, rate: cfg.latencyRate }) },
     { id: "latency_5k", latency: true, title: `pickup latency from commit at ${cfg.latencyHighRate.toLocaleString("en")} jobs/s offered, p50 (p99)`, unit: "ms", higher: false, systems: ["errand", "pgboss", "graphile", "bullmq"],
       measure: (s, ns) => latency(s, ns, { seconds: cfg.latencyHighSeconds, rate: cfg.latencyHighRate }) },
+    { id: "latency_held", latency: true, title: `pickup latency from commit of a job whose transaction committed ${heldTransactionMs} ms after its insert, at ${cfg.latencyRate} jobs/s, p50 (p99)`, unit: "ms", higher: false,
+      systems: ["errand", "pgboss", "graphile"], // BullMQ's Redis has no transaction shared with PostgreSQL
+      measure: (s, ns) => latency(s, ns, { seconds: cfg.latencySeconds, rate: cfg.latencyRate, heldMs: heldTransactionMs }) },
     { id: "two_workers", title: "2 worker processes, best settings", unit: "jobs/s", higher: true, systems: peers,
       measure: (s, ns) => processJobs(s, ns, { count: cfg.processBest, capMs: cfg.capMs, mode: "best", workers: 2 }) },
     // Against process_best (1 worker process): contention on the claim.

@@ -1,7 +1,7 @@
 // errand, imported from the build (../../dist, or BENCH_ERRAND_DIST: another checkout's
 // dist/index.js, for A/B runs with bench/ab.js), against the bench PostgreSQL.
 import { pathToFileURL } from "node:url";
-import { dropSchema, pgProbe, pgUrl, withPg } from "../lib/common.js";
+import { dropSchema, inHeldTransaction, pgProbe, pgUrl, withPg } from "../lib/common.js";
 import { knobsFor } from "../lib/peer-settings.js";
 
 /**
@@ -53,6 +53,11 @@ export function create(ns, { connections } = {}) {
     },
     async enqueueOne(payload) {
       await (await open(false)).enqueue("bench", payload);
+    },
+    /** One job enqueued in the caller's transaction, committed `holdMs` later (see inHeldTransaction). */
+    async enqueueHeld(payload, holdMs) {
+      const client = await open(false);
+      await inHeldTransaction((db) => client.enqueue("bench", payload, { db }), holdMs);
     },
     /** `keys`: spread the jobs over that many concurrency keys (k0, k1, …), for the limits scenarios. */
     async enqueueMany(payloads, keys) {

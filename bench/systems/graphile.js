@@ -1,6 +1,6 @@
 // graphile-worker 0.18 in its own schema. Task identifier "bench".
 import { makeWorkerUtils, run } from "graphile-worker";
-import { dropSchema, pgProbe, pgUrl, withPg } from "../lib/common.js";
+import { dropSchema, inHeldTransaction, pgProbe, pgUrl, withPg } from "../lib/common.js";
 import { knobsFor, sweptBest } from "../lib/peer-settings.js";
 
 /**
@@ -39,6 +39,10 @@ export function create(ns, { connections } = {}) {
     },
     async enqueueOne(payload) {
       await (await open()).addJob("bench", payload);
+    },
+    /** One job added in the caller's transaction (its SQL API, add_job), committed `holdMs` later. */
+    async enqueueHeld(payload, holdMs) {
+      await inHeldTransaction((c) => c.query(`SELECT "${ns}".add_job('bench', $1::json)`, [JSON.stringify(payload)]), holdMs);
     },
     async enqueueMany(payloads) {
       await (await open()).addJobs(payloads.map((payload) => ({ identifier: "bench", payload })));

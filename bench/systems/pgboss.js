@@ -1,6 +1,6 @@
 // pg-boss 12 in its own schema. Jobs go to one queue, "bench".
 import { PgBoss } from "pg-boss";
-import { dropSchema, pgProbe, pgUrl, withPg } from "../lib/common.js";
+import { dropSchema, inHeldTransaction, pgProbe, pgUrl, withPg } from "../lib/common.js";
 import { knobsFor, sweptBest } from "../lib/peer-settings.js";
 
 /**
@@ -45,6 +45,11 @@ export function create(ns, { connections = 10 } = {}) {
     },
     async enqueueOne(payload) {
       await (await open(false)).send("bench", payload);
+    },
+    /** One job sent in the caller's transaction (send's `db` option), committed `holdMs` later. */
+    async enqueueHeld(payload, holdMs) {
+      const b = await open(false);
+      await inHeldTransaction((c) => b.send("bench", payload, { db: { executeSql: (text, values) => c.query(text, values) } }), holdMs);
     },
     /** `keys`: spread the jobs over that many groups (k0, k1, …), for the limits scenarios. */
     async enqueueMany(payloads, keys) {
