@@ -139,6 +139,10 @@ describe("ClaimFloor", () => {
     floor.claimed([row(2, t - 300_000, 3), row(2, t + 20, 4)], floor.start(), clock.now);
     expect(floor.start().key).toEqual({ priority: 2, runAtUs: t + 20, id: 4n });
     expect(floor.probeDue()).toBe(false);
+    // More than a poll interval below: the claims would read all that, so a probe goes at once instead.
+    floor.since(t + 20 - pollMs * 1000 - 1);
+    expect(floor.start().key?.runAtUs).toBe(t + 20);
+    expect(floor.probeDue()).toBe(true);
   });
 
   it("starts from the hint, which counts as a look from the start; without one, from the start", () => {

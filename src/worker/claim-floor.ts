@@ -47,7 +47,8 @@ export interface ProbeStart {
  * notice), rescued by this process, of a kind or queue just resumed. A job inserted by a
  * transaction that began below the floor (one that ran longer than the claim's slack while
  * claims went past its start) is read by the next claim, which starts at that transaction's
- * start: the insert's notice carries it ({@link ClaimFloor.since}). Where the worker is not
+ * start (the insert's notice carries it, {@link ClaimFloor.since}), or by a probe at once
+ * when that start lies more than a poll interval below. Where the worker is not
  * told (nor is a worker that does not listen) — a job enqueued with a run_at before its
  * transaction began (given, in the past), rescued by another process (its run_at is the rescue's
  * now(), below the floor only when a claim passed that time while the rescue was in
@@ -146,12 +147,16 @@ export class ClaimFloor {
   /**
    * Jobs were inserted by a transaction that began at `startUs` (epoch µs on the server's
    * clock, from the insert's notice): their run_at is no earlier unless given. When that is
-   * below the floor, the floor moves down to it (the floor's priority, that time, id 0; other
-   * priorities are read from their start anyway): the next claim reads the entries of the jobs
-   * claimed since then once, as many as the transaction was long, instead of waiting for a probe.
+   * below the floor by up to a poll interval, the floor moves down to it (the floor's
+   * priority, that time, id 0; other priorities are read from their start anyway): the next
+   * claim reads the entries of the jobs claimed since then once, as many as the transaction
+   * was long, instead of waiting for a probe. Further below, that read could hold up the
+   * claims for long (minutes of dead entries on a table VACUUM has not cleaned): a probe,
+   * which claims do not wait for, looks at once instead ({@link drop}).
    */
   since(startUs: number): void {
     if (this.#key === undefined || startUs >= this.#key.runAtUs) return;
+    if (this.#key.runAtUs - startUs > this.#pollIntervalMs * 1000) return this.drop();
     this.#key = { priority: this.#key.priority, runAtUs: startUs, id: 0n };
     this.#lowered++;
   }
