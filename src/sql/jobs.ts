@@ -378,7 +378,7 @@ function build(s: string, channel: string, waitChannel: string): Queries {
      * $1 id, $2 attempt, $3 worker id; rows: id
      */
     completeInTransaction: statement(
-      completion(s, waitChannel, `j.id = $1::bigint AND ${heldAttempt} = $2::int AND j.status = 'running' AND j.locked_by = $3::text`, "j.result", "j.progress"),
+      completion(s, waitChannel, "ARRAY[$1::bigint]", `${heldAttempt} = $2::int AND j.status = 'running' AND j.locked_by = $3::text`, "j.result", "j.progress"),
     ),
 
     /*
@@ -701,19 +701,22 @@ const movesOut = "num_nulls(j.dedupe_key, j.batch_id, j.concurrency_key) = 3";
  * one statement; the others are marked done where they are. `result` and `progress`:
  * their values, as expressions on `j` (for the move, the deleted row). done_jobs's
  * columns are jobs', in order.
- * The update takes every held row the delete did not (a hashed lookup in its ids), not
- * the rows that fail movesOut: an enqueue may release a running job's dedupe key between
- * this statement's snapshot and its delete, which then skips the row as keyed while the
+ * `ids`: the jobs' ids, an array expression; `held`: the other conditions on `j`.
+ * The update takes every held row among the ids the delete did not return, not the rows
+ * that fail movesOut: an enqueue may release a running job's dedupe key between this
+ * statement's snapshot and its delete, which then skips the row as keyed while the
  * update, re-checking the new version, would skip it as plain, and the job would stay
- * running until its lease ran out and then run again.
+ * running until its lease ran out and then run again. Those ids are taken out before the
+ * update looks (an empty array when all moved, as is usual): looking up the moved rows
+ * again to filter them out cost the completion of 100 jobs about a third of its time.
  */
-function completion(s: string, waitChannel: string, held: string, result: string, progress: string): string {
+function completion(s: string, waitChannel: string, ids: string, held: string, result: string, progress: string): string {
   const jobs = `${s}.jobs`;
   return counted(
     s,
     waitChannel,
     `gone AS (
-        DELETE FROM ${jobs} j WHERE ${held} AND ${movesOut}
+        DELETE FROM ${jobs} j WHERE j.id = ANY(${ids}) AND ${held} AND ${movesOut}
         RETURNING j.*
       ), moved AS (
         INSERT INTO ${s}.done_jobs (id, kind, payload, status, priority, attempts, max_attempts, run_at, locked_until, locked_by,
@@ -728,7 +731,7 @@ function completion(s: string, waitChannel: string, held: string, result: string
     `UPDATE ${jobs} j
       SET status = 'done', attempts = ${heldAttempt}, started_at = coalesce(j.started_at, now()),
           locked_until = NULL, locked_by = NULL, finished_at = now(), result = ${result}, progress = ${progress}
-      WHERE ${held} AND j.id NOT IN (SELECT id FROM gone)`,
+      WHERE j.id = ANY(ARRAY(SELECT unnest(${ids}) EXCEPT ALL SELECT id FROM gone)) AND ${held}`,
     "id",
     "done",
     "moved",
@@ -742,10 +745,10 @@ function completion(s: string, waitChannel: string, held: string, result: string
  */
 function completeMany(s: string, waitChannel: string, withValues: boolean): string {
   const attempt = withValues ? "($2::jsonb -> j.id::text ->> 'a')::int" : "($2::jsonb ->> j.id::text)::int";
-  const held = `j.id = ANY($1::bigint[]) AND ${heldAttempt} = ${attempt} AND j.status = 'running' AND j.locked_by = $3`;
+  const held = `${heldAttempt} = ${attempt} AND j.status = 'running' AND j.locked_by = $3`;
   return withValues
-    ? completion(s, waitChannel, held, "$2::jsonb -> j.id::text -> 'r'", "coalesce($2::jsonb -> j.id::text -> 'p', j.progress)")
-    : completion(s, waitChannel, held, "j.result", "j.progress");
+    ? completion(s, waitChannel, "$1::bigint[]", held, "$2::jsonb -> j.id::text -> 'r'", "coalesce($2::jsonb -> j.id::text -> 'p', j.progress)")
+    : completion(s, waitChannel, "$1::bigint[]", held, "j.result", "j.progress");
 }
 
 /**
