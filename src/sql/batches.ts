@@ -1,6 +1,6 @@
 import type { Statement } from "../driver/types.js";
-import { jobInput } from "./jobs.js";
-import { memoisePerSchema, qualified, statement } from "./statement.js";
+import { jobInput, pastRunAtNotice } from "./jobs.js";
+import { channelFor, memoisePerSchema, qualified, statement } from "./statement.js";
 
 /** The statements of batches (src/batches.ts), for one schema. */
 export interface BatchQueries {
@@ -11,7 +11,7 @@ export interface BatchQueries {
 }
 
 /** The statements for `schema` (memoised). */
-export const batchQueriesFor = memoisePerSchema((schema): BatchQueries => build(qualified(schema)));
+export const batchQueriesFor = memoisePerSchema((schema): BatchQueries => build(qualified(schema), channelFor(schema)));
 
 /** A batch's columns as every statement here returns them; failed_ids are the live ones until it finishes. */
 function batchColumns(s: string): string {
@@ -20,13 +20,14 @@ function batchColumns(s: string): string {
                                       WHERE j.batch_id = b.id AND j.status IN ('dead', 'cancelled') ORDER BY j.id))::text[] AS failed_ids`;
 }
 
-function build(s: string): BatchQueries {
+function build(s: string, channel: string): BatchQueries {
   return {
     /*
      * create — the batch row and its members in one statement: both or neither, on the
      * caller's connection or transaction. The members are inserted like enqueuePlain's
      * (ids in input order), with batch_id set; the callback waits in the batch row until
-     * the trigger of migration 013 inserts it.
+     * the trigger of migration 013 inserts it. Members given a run_at in the past are
+     * announced (see pastRunAtNotice).
      * $1 a JSON array of jobs (see jobInput; no dedupe keys), $2 the callback job (JSON
      * object, as one element of $1); one row: batch_id, ids
      */
@@ -39,9 +40,10 @@ function build(s: string): BatchQueries {
         INSERT INTO ${s}.jobs (kind, payload, run_at, max_attempts, priority, retry, timeout_ms, queue, concurrency_key, batch_id)
         SELECT kind, payload, run_at, max_attempts, priority, retry, timeout_ms, queue, concurrency_key, (SELECT id FROM batch)
         FROM ${jobInput(false)} AS input
-        RETURNING id
+        RETURNING id, run_at
       )
-      SELECT (SELECT id FROM batch) AS batch_id, array_agg(id ORDER BY id) AS ids FROM inserted`),
+      SELECT (SELECT id FROM batch) AS batch_id, array_agg(id ORDER BY id) AS ids, ${pastRunAtNotice(channel, "SELECT run_at FROM inserted")}
+      FROM inserted`),
 
     /* get — $1 batch id; rows: batch */
     get: statement(`SELECT ${batchColumns(s)} FROM ${s}.batches b WHERE b.id = $1::bigint`),

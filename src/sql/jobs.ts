@@ -166,7 +166,8 @@ function build(s: string, channel: string, waitChannel: string): Queries {
      * parse; payloads stay jsonb, not re-parsed from text):
      * $1 a JSON array of jobs (see jobInput)
      * one row: ids (in input order; null where a duplicate's job was not visible), duplicates,
-     * replaced (one row of arrays: 1,000 rows cost the client more to read than the insert)
+     * replaced (one row of arrays: 1,000 rows cost the client more to read than the insert);
+     * jobs written with a run_at in the past are announced (see pastRunAtNotice)
      */
     enqueue: statement(`
       WITH input AS (
@@ -176,6 +177,7 @@ function build(s: string, channel: string, waitChannel: string): Queries {
         INSERT INTO ${jobs} (id, kind, payload, run_at, max_attempts, priority, retry, timeout_ms, queue, concurrency_key)
         SELECT id, kind, payload, run_at, max_attempts, priority, retry, timeout_ms, queue, concurrency_key
         FROM input WHERE dedupe_key IS NULL ORDER BY ord
+        RETURNING run_at
       ), keys AS MATERIALIZED (
         SELECT j.ctid, j.id, j.dedupe_key, ${holdsKey("j")} AS holds FROM ${jobs} j
         WHERE j.dedupe_key = ANY(ARRAY(SELECT dedupe_key FROM input WHERE dedupe_key IS NOT NULL))
@@ -194,7 +196,7 @@ function build(s: string, channel: string, waitChannel: string): Queries {
         FROM input WHERE dedupe_key IS NOT NULL AND (SELECT count(*) FROM released) >= 0
           AND dedupe_key <> ALL(ARRAY(SELECT dedupe_key FROM replacing)) ORDER BY ord
         ON CONFLICT (dedupe_key) DO NOTHING
-        RETURNING id, dedupe_key
+        RETURNING id, dedupe_key, run_at
       ), replaced AS (
         INSERT INTO ${jobs} AS j (id, kind, payload, run_at, max_attempts, priority, dedupe_key, retry, timeout_ms, dedupe_mode, dedupe_until, queue, concurrency_key)
         SELECT r.id, i.kind, i.payload, i.run_at, i.max_attempts, i.priority, i.dedupe_key, i.retry, i.timeout_ms, i.dedupe_mode, i.dedupe_until, i.queue, i.concurrency_key
@@ -205,7 +207,7 @@ function build(s: string, channel: string, waitChannel: string): Queries {
             dedupe_mode = excluded.dedupe_mode, dedupe_until = excluded.dedupe_until, queue = excluded.queue,
             concurrency_key = excluded.concurrency_key
         WHERE j.status = 'ready'
-        RETURNING j.id, j.dedupe_key
+        RETURNING j.id, j.dedupe_key, j.run_at
       ), written AS (
         SELECT id, dedupe_key FROM inserted UNION ALL SELECT id, dedupe_key FROM replaced
       )
@@ -213,7 +215,8 @@ function build(s: string, channel: string, waitChannel: string): Queries {
                             ELSE coalesce(w.id, h.id) END
                        ORDER BY input.ord) AS ids,
              array_agg(input.dedupe_key IS NOT NULL AND w.id IS DISTINCT FROM input.id ORDER BY input.ord) AS duplicates,
-             array_agg(input.dedupe_mode IS NOT DISTINCT FROM 'replace' AND w.id <> input.id ORDER BY input.ord) AS replaced
+             array_agg(input.dedupe_mode IS NOT DISTINCT FROM 'replace' AND w.id <> input.id ORDER BY input.ord) AS replaced,
+             ${pastRunAtNotice(channel, "SELECT run_at FROM plain UNION ALL SELECT run_at FROM inserted UNION ALL SELECT run_at FROM replaced")}
       FROM input LEFT JOIN written w ON w.dedupe_key = input.dedupe_key
       LEFT JOIN keys h ON h.dedupe_key = input.dedupe_key AND h.holds`),
 
@@ -222,16 +225,17 @@ function build(s: string, channel: string, waitChannel: string): Queries {
      * conflict, so no drawn ids, no second pass. The identity assigns ids as rows arrive
      * from the single function scan, i.e. in input order, so the ids sorted are the jobs
      * in input order even when other sessions draw ids in between.
-     * $1 as enqueue's (dedupe_key always null); one row: ids
+     * $1 as enqueue's (dedupe_key always null); one row: ids. Announces jobs with a run_at
+     * in the past as enqueue does.
      */
     enqueuePlain: statement(`
       WITH inserted AS (
         INSERT INTO ${jobs} (kind, payload, run_at, max_attempts, priority, retry, timeout_ms, queue, concurrency_key)
         SELECT kind, payload, run_at, max_attempts, priority, retry, timeout_ms, queue, concurrency_key
         FROM ${jobInput(false)} AS input
-        RETURNING id
+        RETURNING id, run_at
       )
-      SELECT array_agg(id ORDER BY id) AS ids FROM inserted`),
+      SELECT array_agg(id ORDER BY id) AS ids, ${pastRunAtNotice(channel, "SELECT run_at FROM inserted")} FROM inserted`),
 
     /* findByDedupeKeys — $1 text[]; rows: id, dedupe_key */
     findByDedupeKeys: statement(`SELECT id, dedupe_key FROM ${jobs} WHERE dedupe_key = ANY($1::text[])`),
@@ -749,6 +753,21 @@ function completeMany(s: string, waitChannel: string, withValues: boolean): stri
   return withValues
     ? completion(s, waitChannel, "$1::bigint[]", held, "$2::jsonb -> j.id::text -> 'r'", "coalesce($2::jsonb -> j.id::text -> 'p', j.progress)")
     : completion(s, waitChannel, "$1::bigint[]", held, "j.result", "j.progress");
+}
+
+/**
+ * A select-list column (`noticed`) that tells the workers about jobs inserted with a run_at
+ * before their transaction began (given in the past: a schedule's missed slot, a runAt taken
+ * from a clock behind the server's): they lie below the claim floors of busy workers, which
+ * the insert trigger's notice (migration 019: the transaction's start) does not reach. One
+ * notice on the jobs channel `channel` in the same form, the earliest such run_at in epoch
+ * microseconds, so a worker lowers its floor there or probes at once (ClaimFloor.since in
+ * src/worker/claim-floor.ts). `runAts`: a query of the inserted rows' run_at. An uncorrelated
+ * subquery: once per statement, and no notice when no run_at is before now().
+ */
+export function pastRunAtNotice(channel: string, runAts: string): string {
+  return `(SELECT pg_notify('${channel}', greatest(0, floor(extract(epoch FROM p.earliest) * 1000000))::bigint::text)
+               FROM (SELECT min(run_at) AS earliest FROM (${runAts}) r) p WHERE p.earliest < now()) IS NULL AS noticed`;
 }
 
 /**

@@ -48,9 +48,11 @@ export interface ProbeStart {
  * transaction that began below the floor (one that ran longer than the claim's slack while
  * claims went past its start) is read by the next claim, which starts at that transaction's
  * start (the insert's notice carries it, {@link ClaimFloor.since}), or by a probe at once
- * when that start lies more than a poll interval below. Where the worker is not
- * told (nor is a worker that does not listen) — a job enqueued with a run_at before its
- * transaction began (given, in the past), rescued by another process (its run_at is the rescue's
+ * when that start lies more than a poll interval below. errand's own enqueues of jobs given a
+ * run_at before their transaction began (a schedule's missed slot, a runAt from a clock
+ * behind the server's) send the earliest such run_at the same way. Where the worker is not
+ * told (nor is a worker that does not listen) — a job inserted by plain SQL with a run_at
+ * before its transaction began, rescued by another process (its run_at is the rescue's
  * now(), below the floor only when a claim passed that time while the rescue was in
  * flight), a row another worker's claim skipped and then rolled back — the job is not lost:
  * a probe goes out one poll interval after the last look from the start. A job below the

@@ -66,6 +66,21 @@ describe("the claim floor, with a transaction beside the worker", () => {
     }, { pollIntervalMs: 60_000 });
   });
 
+  it("runs a job enqueued with a runAt in the past at once, and one far in the past: the enqueue's notice carries that run_at", async () => {
+    await withWorker(async ({ schema, errand, ran, start }) => {
+      await start();
+      const recent = await errand.enqueueMany(Array.from({ length: 3 }, () => ({ kind: "k", payload: {} })));
+      await eventually(async () => (await statusOf(schema, recent.map((j) => j.id))).every((s) => s === "done"), 10_000, "the recent jobs: the floor moves past them");
+      // Below the floor by seconds (lowered to it) and by more than a poll interval (probed at
+      // once); without the notice, only the probe a poll interval later (60 s) would find them.
+      for (const agoMs of [5_000, 3_600_000]) {
+        const { id } = await errand.enqueue("k", {}, { runAt: new Date(Date.now() - agoMs) });
+        await eventually(async () => (await statusOf(schema, [id]))[0] === "done", 10_000, `the job due ${agoMs} ms ago, long before the probe`);
+        expect(ran.at(-1)).toBe(id);
+      }
+    }, { pollIntervalMs: 60_000 });
+  });
+
   it("runs jobs another claim skipped and then rolled back", async () => {
     await withWorker(async ({ schema, errand, ran, start, other }) => {
       const jobs = await errand.enqueueMany(Array.from({ length: 5 }, () => ({ kind: "k", payload: {}, runAt: new Date(Date.now() - 60_000) })));

@@ -110,3 +110,41 @@ it("an insert's notice carries its transaction's start, once per transaction, in
     await unlisten();
   }
 });
+
+it("an enqueue of jobs given a run_at in the past also sends the earliest, in microseconds; one without sends nothing more", async () => {
+  // Such jobs lie below busy workers' claim floors, which the transaction's start does not
+  // reach (a schedule's missed slot, a runAt from a clock behind the server's).
+  const payloads: string[] = [];
+  const unlisten = await t.errand.driver.listen(channelFor(t.schema), (payload) => payloads.push(payload ?? ""));
+  const noticesAfter = async (enqueue: () => Promise<unknown>, count: number): Promise<string[]> => {
+    const from = payloads.length;
+    await enqueue();
+    await eventually(() => payloads.length >= from + count, 5_000, `${count} notices`);
+    return payloads.slice(from);
+  };
+  try {
+    const earliest = new Date(Date.now() - 60_000);
+    const later = new Date(Date.now() - 1_000);
+    const us = (d: Date) => String(d.getTime() * 1000);
+    const many = await noticesAfter(() => t.errand.enqueueMany([{ kind: "a", payload: {}, runAt: later }, { kind: "a", payload: {}, runAt: earliest }, { kind: "a", payload: {} }]), 2);
+    expect(many).toContain(us(earliest));
+    expect(many.map(insertedSince).every((v) => v !== undefined)).toBe(true);
+    const keyed = await noticesAfter(() => t.errand.enqueue("a", {}, { runAt: later, dedupeKey: "past" }), 2);
+    expect(keyed).toContain(us(later));
+    const batch = await noticesAfter(() => t.errand.batch({ jobs: [{ kind: "a", payload: {}, runAt: earliest }], then: { kind: "done" } }), 2);
+    expect(batch).toContain(us(earliest));
+    // Now or later: the trigger's notice alone (the next enqueue's notice comes right after it).
+    const plain = await noticesAfter(async () => {
+      await t.errand.enqueue("a", {}, { runAt: new Date(Date.now() + 60_000) });
+      await t.errand.enqueue("a", {}, { dedupeKey: "now" });
+      await t.errand.enqueue("b", {});
+    }, 3);
+    await t.errand.enqueue("c", {}, { runAt: earliest });
+    await eventually(() => payloads.length >= 11, 5_000, "the last enqueue's notices");
+    expect(plain.map((p) => Number(p) >= Number(us(later)))).toEqual([true, true, true]);
+    expect(payloads).toHaveLength(11);
+  } finally {
+    await unlisten();
+  }
+});
+
