@@ -5,12 +5,10 @@
  * embedded database); and the migrations.
  */
 import pg from "pg";
-import { PGlite } from "@electric-sql/pglite";
+import type { PGlite } from "@electric-sql/pglite";
 import { defaultDataDir, defaultMaxPayloadBytes, defaultPoolSize, defaultSchema } from "./defaults.js";
 import { ErrandError, ValidationError } from "./errors.js";
-import { openEmbedded } from "./driver/embedded.js";
 import { pgDriver } from "./driver/pg.js";
-import { pgliteDriver } from "./driver/pglite.js";
 import type { Driver } from "./driver/types.js";
 import type { JobsDefinition, StandardSchemaV1, UntypedJobs } from "./jobs.js";
 import { migrate } from "./migrations/migrate.js";
@@ -111,8 +109,13 @@ async function connect(options: Pick<ErrandOptions, "connectionString" | "db" | 
     return pgDriver(pool, true, { onError: options.onConnectionError });
   }
   if (options.db instanceof pg.Pool) return pgDriver(options.db, false, { onError: options.onConnectionError });
-  if (options.db instanceof PGlite) return pgliteDriver(options.db, false);
-  if (options.db !== undefined) throw new ValidationError("db", "must be a pg.Pool or a PGlite instance");
+  // PGlite is loaded only where it is used: a PostgreSQL application's workers start without it.
+  if (options.db !== undefined) {
+    const [{ PGlite: pglite }, { pgliteDriver }] = await Promise.all([import("@electric-sql/pglite"), import("./driver/pglite.js")]);
+    if (options.db instanceof pglite) return pgliteDriver(options.db, false);
+    throw new ValidationError("db", "must be a pg.Pool or a PGlite instance");
+  }
+  const { openEmbedded } = await import("./driver/embedded.js");
   return openEmbedded(options.dataDir ?? defaultDataDir);
 }
 

@@ -183,6 +183,25 @@ describe("the packed package", () => {
     expect(stdout.trim()).toBe("function function");
   });
 
+  it("a PostgreSQL application runs its jobs without loading PGlite, which only the embedded database and a PGlite `db` load", async () => {
+    writeFileSync(
+      join(app, "no-pglite-hook.mjs"),
+      `export async function resolve(specifier, context, next) {
+  if (specifier === "@electric-sql/pglite" || specifier.startsWith("@electric-sql/pglite/")) throw new Error("unresolvable: " + specifier);
+  return next(specifier, context);
+}\n`,
+    );
+    writeFileSync(join(app, "no-pglite.mjs"), `import { register } from "node:module";\nregister("./no-pglite-hook.mjs", import.meta.url);\n`);
+    writeFileSync(join(app, "run-no-pglite.mjs"), jobStory(`import { Errand } from "errand";`, `package_${randomBytes(4).toString("hex")}_no_pglite`));
+    const { stdout } = await output(process.execPath, ["--import", "./no-pglite.mjs", "run-no-pglite.mjs"]);
+    expect(JSON.parse(stdout.trim())).toEqual({ status: "done", result: 42 });
+    const embedded = await sh(process.execPath, ["--import", "./no-pglite.mjs", "--input-type=module", "-e", `const { Errand } = await import("errand"); await Errand.open({ dataDir: "./no-pglite-data" });`]).then(
+      () => "opened",
+      (error: { stderr: string }) => error.stderr.match(/unresolvable: \S+/)?.[0] ?? error.stderr,
+    );
+    expect(embedded).toBe("unresolvable: @electric-sql/pglite");
+  });
+
   it('`require("errand")` works in CommonJS, every entry too, and loads neither Hono nor prom-client', async () => {
     const script = `
 const loadedHeavy = () => Object.keys(require.cache).filter((file) => /[\\\\/]node_modules[\\\\/](hono|@hono[\\\\/]node-server|prom-client)[\\\\/]/.test(file)).length;
