@@ -14,6 +14,14 @@
 //              version, NULL keys included, has an entry in that index: one per claim)
 //   movenodedup  move, with that index's btree deduplication off (its NULL entries are
 //              all equal, and were merged into posting lists again and again)
+//   movehot    move, with a claim PostgreSQL can write in place (HOT): no index names a column
+//              the claim changes (the ready index without `status` in its predicate, no
+//              lease or state indexes) and pages 45 % full, so the new version fits beside
+//              the old. An upper bound: with no running rows the claim's read of the ready
+//              index skips nothing, where a worker's would step over the jobs it holds.
+//   …held      (movehotheld, moveheld) the same, each batch completed only after the next
+//              claim: the claim reads from the start of the ready index over the batch
+//              still running, as a worker without a claim floor would over its buffer.
 //
 // Reported per job: the backend's CPU (from /proc, claim and completion together) and the
 // rate. Rounds are interleaved. PostgreSQL must run on this machine (its /proc).
@@ -64,10 +72,18 @@ async function run(shape, round) {
   try {
     if (shape === "update50") await c.query(`ALTER TABLE ${s}.jobs SET (fillfactor = 50)`);
     if (shape.startsWith("move")) await c.query(`CREATE TABLE ${s}.history (LIKE ${s}.jobs INCLUDING DEFAULTS)`);
-    if (["move", "moveplain", "movenodedup"].includes(shape)) await c.query(`ALTER TABLE ${s}.history ADD PRIMARY KEY (id)`);
+    if (["move", "moveplain", "movenodedup", "movehot", "movehotheld", "moveheld"].includes(shape)) await c.query(`ALTER TABLE ${s}.history ADD PRIMARY KEY (id)`);
     if (shape === "moveplain") await c.query(`ALTER TABLE ${s}.jobs DROP CONSTRAINT jobs_dedupe_key_key`);
     if (shape === "movenodedup") await c.query(`ALTER INDEX ${s}.jobs_dedupe_key_key SET (deduplicate_items = off)`);
     if (shape === "movebrin") await c.query(`CREATE INDEX ON ${s}.history USING brin (finished_at)`);
+    if (shape.startsWith("movehot")) {
+      const { rows } = await c.query(
+        `SELECT indexrelid::regclass::text AS name FROM pg_index WHERE indrelid = '${s}.jobs'::regclass AND NOT indisunique AND indexrelid::regclass::text NOT LIKE '%jobs_batch'`,
+      );
+      for (const { name } of rows) await c.query(`DROP INDEX ${name}`);
+      await c.query(`CREATE INDEX jobs_ready_hot ON ${s}.jobs (queue, priority DESC, run_at, id) WHERE concurrency_key IS NULL`);
+      await c.query(`ALTER TABLE ${s}.jobs SET (fillfactor = 45)`);
+    }
     await c.query(`INSERT INTO ${s}.jobs (kind, payload) SELECT 'x', jsonb_build_object('i', g) FROM generate_series(1, $1) g`, [jobs]);
     await c.query(`VACUUM ANALYZE ${s}.jobs`);
     const claim = `WITH next AS (SELECT ctid FROM ${s}.jobs WHERE status = 'ready' AND queue = 'default' AND concurrency_key IS NULL AND run_at <= now()
@@ -79,11 +95,14 @@ async function run(shape, round) {
     const cpuBefore = cpuSeconds(pid);
     const start = performance.now();
     let done = 0;
+    let held = [];
     for (;;) {
       const { rows } = await c.query({ name: "claim", text: claim, values: [batch] });
+      const ids = shape.endsWith("held") ? held : rows.map((row) => String(row.id));
+      if (shape.endsWith("held")) held = rows.map((row) => String(row.id));
+      if (ids.length > 0) await c.query({ name: "complete", text: complete, values: [ids] });
+      done += ids.length;
       if (rows.length === 0) break;
-      await c.query({ name: "complete", text: complete, values: [rows.map((row) => String(row.id))] });
-      done += rows.length;
     }
     const ms = performance.now() - start;
     if (done !== jobs) throw new Error(`${shape}: ${done} of ${jobs} jobs completed`);
