@@ -72,7 +72,7 @@ async function run(shape, round) {
   try {
     if (shape === "update50") await c.query(`ALTER TABLE ${s}.jobs SET (fillfactor = 50)`);
     if (shape.startsWith("move")) await c.query(`CREATE TABLE ${s}.history (LIKE ${s}.jobs INCLUDING DEFAULTS)`);
-    if (["move", "moveplain", "movenodedup", "movehot", "movehotheld", "moveheld"].includes(shape)) await c.query(`ALTER TABLE ${s}.history ADD PRIMARY KEY (id)`);
+    if (shape.startsWith("move") && shape !== "movebrin") await c.query(`ALTER TABLE ${s}.history ADD PRIMARY KEY (id)`);
     if (shape === "moveplain") await c.query(`ALTER TABLE ${s}.jobs DROP CONSTRAINT jobs_dedupe_key_key`);
     if (shape === "movenodedup") await c.query(`ALTER INDEX ${s}.jobs_dedupe_key_key SET (deduplicate_items = off)`);
     if (shape === "movebrin") await c.query(`CREATE INDEX ON ${s}.history USING brin (finished_at)`);

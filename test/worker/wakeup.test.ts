@@ -133,7 +133,8 @@ it("an enqueue of jobs given a run_at in the past also sends the earliest, in mi
     expect(keyed).toContain(us(later));
     const batch = await noticesAfter(() => t.errand.batch({ jobs: [{ kind: "a", payload: {}, runAt: earliest }], then: { kind: "done" } }), 2);
     expect(batch).toContain(us(earliest));
-    // Now or later: the trigger's notice alone (the next enqueue's notice comes right after it).
+    // Jobs due now or later: the trigger's notice alone, one per enqueue (the count at the
+    // end, after one more past job's two, shows that no other came).
     const plain = await noticesAfter(async () => {
       await t.errand.enqueue("a", {}, { runAt: new Date(Date.now() + 60_000) });
       await t.errand.enqueue("a", {}, { dedupeKey: "now" });
