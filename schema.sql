@@ -107,18 +107,18 @@ BEGIN
      ORDER BY l.key = k DESC, length(l.key) DESC LIMIT 1;
     room := least(quantum, p_slots - taken);
     IF lim.concurrency IS NOT NULL THEN
-      room := least(room, lim.concurrency - (SELECT count(*) FROM "errand".jobs r WHERE r.concurrency_key = k AND r.status = 'running'));
+      room := least(room, lim.concurrency - (SELECT count(*) FROM "errand".jobs r WHERE r.key_running = k));
     END IF;
     IF room > 0 AND lim.rate_count IS NOT NULL THEN
       n := (SELECT count(*) FROM "errand".jobs r
-            WHERE r.concurrency_key = k AND r.started_at > t - lim.rate_period_ms * interval '1 millisecond');
+            WHERE r.concurrency_key = k AND r.key_started_at > t - lim.rate_period_ms * interval '1 millisecond');
       room := least(room, lim.rate_count - n);
       IF room <= 0 THEN
         room := 0;
         -- The start whose leaving the window frees a place: then one more may start.
-        oldest := (SELECT r.started_at FROM "errand".jobs r
-                   WHERE r.concurrency_key = k AND r.started_at > t - lim.rate_period_ms * interval '1 millisecond'
-                   ORDER BY r.started_at OFFSET n - lim.rate_count LIMIT 1);
+        oldest := (SELECT r.key_started_at FROM "errand".jobs r
+                   WHERE r.concurrency_key = k AND r.key_started_at > t - lim.rate_period_ms * interval '1 millisecond'
+                   ORDER BY r.key_started_at OFFSET n - lim.rate_count LIMIT 1);
         IF EXISTS (SELECT 1 FROM "errand".jobs r
                    WHERE r.status = 'ready' AND r.queue = p_queue AND r.concurrency_key = k AND r.run_at <= t AND r.kind = ANY(p_kinds)) THEN
           wait := least(wait, greatest(1, extract(epoch FROM oldest - t) * 1000 + lim.rate_period_ms));
@@ -224,6 +224,17 @@ BEGIN
 END;
 $$;
 
+CREATE FUNCTION errand.jobs_mirror() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  NEW.outcome := CASE WHEN NEW.status IN ('done', 'dead', 'cancelled') THEN NEW.status END;
+  NEW.key_running := CASE WHEN NEW.status = 'running' THEN NEW.concurrency_key END;
+  NEW.key_started_at := CASE WHEN NEW.concurrency_key IS NOT NULL THEN NEW.started_at END;
+  RETURN NEW;
+END;
+$$;
+
 CREATE FUNCTION errand.notify_jobs() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
@@ -304,6 +315,9 @@ CREATE TABLE errand.jobs (
     dedupe_until timestamp with time zone,
     batch_id bigint,
     concurrency_key text,
+    outcome text,
+    key_running text,
+    key_started_at timestamp with time zone,
     CONSTRAINT jobs_attempts_check CHECK ((attempts >= 0)),
     CONSTRAINT jobs_concurrency_key_named CHECK ((concurrency_key <> ''::text)),
     CONSTRAINT jobs_kind_check CHECK ((kind <> ''::text)),
@@ -594,17 +608,17 @@ CREATE INDEX done_jobs_finished ON errand.done_jobs USING btree (finished_at);
 
 CREATE INDEX jobs_batch ON errand.jobs USING btree (batch_id, id) WHERE (batch_id IS NOT NULL);
 
-CREATE INDEX jobs_cancelled ON errand.jobs USING btree (finished_at) WHERE (status = 'cancelled'::text);
+CREATE INDEX jobs_key_running ON errand.jobs USING btree (key_running) WHERE (key_running IS NOT NULL);
 
-CREATE INDEX jobs_dead ON errand.jobs USING btree (kind, id) WHERE (status = 'dead'::text);
-
-CREATE INDEX jobs_done ON errand.jobs USING btree (finished_at) WHERE (status = 'done'::text);
-
-CREATE INDEX jobs_keyed_running ON errand.jobs USING btree (concurrency_key) WHERE ((status = 'running'::text) AND (concurrency_key IS NOT NULL));
-
-CREATE INDEX jobs_keyed_started ON errand.jobs USING btree (concurrency_key, started_at) WHERE ((concurrency_key IS NOT NULL) AND (started_at IS NOT NULL));
+CREATE INDEX jobs_key_started ON errand.jobs USING btree (concurrency_key, key_started_at) WHERE (key_started_at IS NOT NULL);
 
 CREATE INDEX jobs_leased ON errand.jobs USING btree (locked_until) WHERE (locked_until IS NOT NULL);
+
+CREATE INDEX jobs_outcome_cancelled ON errand.jobs USING btree (finished_at) WHERE (outcome = 'cancelled'::text);
+
+CREATE INDEX jobs_outcome_dead ON errand.jobs USING btree (kind, id) WHERE (outcome = 'dead'::text);
+
+CREATE INDEX jobs_outcome_done ON errand.jobs USING btree (finished_at) WHERE (outcome = 'done'::text);
 
 CREATE INDEX jobs_ready_keyed ON errand.jobs USING btree (queue, concurrency_key, priority DESC, run_at, id) WHERE ((status = 'ready'::text) AND (concurrency_key IS NOT NULL));
 
@@ -623,6 +637,20 @@ CREATE TRIGGER jobs_batch_member AFTER UPDATE OF status ON errand.jobs FOR EACH 
 CREATE TRIGGER jobs_count_deletes AFTER DELETE ON errand.jobs REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION errand.count_deletes();
 
 CREATE TRIGGER jobs_count_truncate AFTER TRUNCATE ON errand.jobs FOR EACH STATEMENT EXECUTE FUNCTION errand.count_truncate();
+
+CREATE TRIGGER jobs_mirror BEFORE INSERT OR UPDATE ON errand.jobs FOR EACH ROW WHEN (((new.outcome IS DISTINCT FROM
+        CASE
+            WHEN (new.status = ANY (ARRAY['done'::text, 'dead'::text, 'cancelled'::text])) THEN new.status
+            ELSE NULL::text
+        END) OR (new.key_running IS DISTINCT FROM
+        CASE
+            WHEN (new.status = 'running'::text) THEN new.concurrency_key
+            ELSE NULL::text
+        END) OR (new.key_started_at IS DISTINCT FROM
+        CASE
+            WHEN (new.concurrency_key IS NOT NULL) THEN new.started_at
+            ELSE NULL::timestamp with time zone
+        END))) EXECUTE FUNCTION errand.jobs_mirror();
 
 CREATE TRIGGER jobs_notify AFTER INSERT ON errand.jobs FOR EACH STATEMENT EXECUTE FUNCTION errand.notify_jobs();
 

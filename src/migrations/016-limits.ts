@@ -42,7 +42,22 @@ CREATE TABLE {{schema}}.limits (
   CHECK ((rate_count IS NULL) = (rate_period_ms IS NULL))
 );
 
--- claim_keyed: up to p_slots keyed jobs, all started now (no reserved rows: a job held in a
+${claimKeyed("CREATE FUNCTION", { running: "r.concurrency_key = k AND r.status = 'running'", startedAt: "started_at" })}`,
+};
+
+/**
+ * How claim_keyed counts a key's running jobs (a condition on `r` and the key `k`) and its
+ * recent starts (the column of their start times). 016 counted by status and started_at;
+ * 020 by the columns that mirror them for keyed jobs alone.
+ */
+interface KeyCounts {
+  readonly running: string;
+  readonly startedAt: string;
+}
+
+/** claim_keyed's definition, made by `create` (CREATE FUNCTION, or CREATE OR REPLACE FUNCTION), counting as `counts` says. */
+export function claimKeyed(create: string, counts: KeyCounts): string {
+  return `-- claim_keyed: up to p_slots keyed jobs, all started now (no reserved rows: a job held in a
 -- worker's buffer would hold its key's slot without running), for worker p_worker with the
 -- lease p_lease_ms (or its kind's in p_leases). Keys are visited round-robin in key order,
 -- starting after p_after (the last key this worker visited), one job per key in the first pass
@@ -55,7 +70,7 @@ CREATE TABLE {{schema}}.limits (
 -- a held-back job start (NULL: none is waiting on a rate).
 -- Only jobs of queue p_queue whose kind is one of p_kinds (the worker's handled, unpaused
 -- kinds), as in the plain claim; a key's running jobs and starts count in every queue.
-CREATE FUNCTION {{schema}}.claim_keyed(p_slots int, p_worker text, p_leases jsonb, p_lease_ms float8, p_after text, p_queue text, p_kinds text[])
+${create} {{schema}}.claim_keyed(p_slots int, p_worker text, p_leases jsonb, p_lease_ms float8, p_after text, p_queue text, p_kinds text[])
 RETURNS TABLE (id bigint, kind text, payload jsonb, attempts int, started boolean, max_attempts int, retry text,
                timeout_ms int, run_at_ms float8, created_at_ms float8, checkpoint text, concurrency_key text, wait_ms float8)
 LANGUAGE plpgsql AS $$
@@ -116,18 +131,18 @@ BEGIN
      ORDER BY l.key = k DESC, length(l.key) DESC LIMIT 1;
     room := least(quantum, p_slots - taken);
     IF lim.concurrency IS NOT NULL THEN
-      room := least(room, lim.concurrency - (SELECT count(*) FROM {{schema}}.jobs r WHERE r.concurrency_key = k AND r.status = 'running'));
+      room := least(room, lim.concurrency - (SELECT count(*) FROM {{schema}}.jobs r WHERE ${counts.running}));
     END IF;
     IF room > 0 AND lim.rate_count IS NOT NULL THEN
       n := (SELECT count(*) FROM {{schema}}.jobs r
-            WHERE r.concurrency_key = k AND r.started_at > t - lim.rate_period_ms * interval '1 millisecond');
+            WHERE r.concurrency_key = k AND r.${counts.startedAt} > t - lim.rate_period_ms * interval '1 millisecond');
       room := least(room, lim.rate_count - n);
       IF room <= 0 THEN
         room := 0;
         -- The start whose leaving the window frees a place: then one more may start.
-        oldest := (SELECT r.started_at FROM {{schema}}.jobs r
-                   WHERE r.concurrency_key = k AND r.started_at > t - lim.rate_period_ms * interval '1 millisecond'
-                   ORDER BY r.started_at OFFSET n - lim.rate_count LIMIT 1);
+        oldest := (SELECT r.${counts.startedAt} FROM {{schema}}.jobs r
+                   WHERE r.concurrency_key = k AND r.${counts.startedAt} > t - lim.rate_period_ms * interval '1 millisecond'
+                   ORDER BY r.${counts.startedAt} OFFSET n - lim.rate_count LIMIT 1);
         IF EXISTS (SELECT 1 FROM {{schema}}.jobs r
                    WHERE r.status = 'ready' AND r.queue = p_queue AND r.concurrency_key = k AND r.run_at <= t AND r.kind = ANY(p_kinds)) THEN
           wait := least(wait, greatest(1, extract(epoch FROM oldest - t) * 1000 + lim.rate_period_ms));
@@ -160,5 +175,5 @@ BEGIN
                       NULL::float8, NULL::float8, NULL::text, last_key, wait;
 END;
 $$;
-`,
-};
+`;
+}

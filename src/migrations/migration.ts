@@ -25,6 +25,22 @@ export interface Migration {
   readonly retires?: readonly string[];
   /** CHECK constraints `sql` adds NOT VALID, validated after it (a read of the table that blocks no write). */
   readonly validates?: readonly string[];
+  /**
+   * Rows the table already held that `sql`'s new columns must be brought in line for, in
+   * short batches after the indexes are built and before the `retires` are dropped: a run
+   * interrupted in between finds the retired indexes still there and goes over the rows again.
+   */
+  readonly backfill?: Backfill;
+}
+
+/** An UPDATE of a table's existing rows, written in batches of consecutive ids (see {@link Migration.backfill}). */
+export interface Backfill {
+  /** The table in the schema (its primary key is a bigint `id`): `jobs`. */
+  readonly table: string;
+  /** The UPDATE's SET list, on the row named `j`. */
+  readonly set: string;
+  /** The rows that need it, a condition on `j`: the others are not written again. */
+  readonly where: string;
 }
 
 /** An index on a table of the schema, built without blocking writes to it. */

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { ErrandError } from "../errors.js";
 import type { Session, Transaction } from "../driver/types.js";
 import { qualified } from "../sql/statement.js";
-import type { IndexBuild, Migration } from "./migration.js";
+import type { Backfill, IndexBuild, Migration } from "./migration.js";
 
 // A migration's transaction waits at most this long for a table's lock. While it waits,
 // every enqueue and claim that arrives after it queues behind it, so a long wait (behind
@@ -62,33 +62,42 @@ export async function finishOnline(session: Session, schema: string, migrations:
   );
   const existing = new Map(rows.map((row) => [row.name, row]));
   // Index work on small tables runs together in one short transaction; on big ones each
-  // statement runs on its own, CONCURRENTLY. Builds come before drops: claims always have an index.
-  const together: string[] = [];
-  const alone: string[] = [];
+  // statement runs on its own, CONCURRENTLY. Builds come before drops: claims always have an
+  // index. Backfills come between: the rows they write are indexed once, and a run cut short
+  // before the drops does them again (see Migration.backfill).
   const small = new Map<string, boolean>();
-  const plan = async (table: string, statement: (mode: string) => string) => {
+  const step = () => ({ together: [] as string[], alone: [] as string[] });
+  const [builds, drops] = [step(), step()];
+  const plan = async (work: typeof builds, table: string, statement: (mode: string) => string) => {
     if (!small.has(table)) small.set(table, await isSmall(session, schema, table));
-    if (small.get(table)) together.push(statement(""));
-    else alone.push(statement(" CONCURRENTLY"));
+    if (small.get(table)) work.together.push(statement(""));
+    else work.alone.push(statement(" CONCURRENTLY"));
+  };
+  const run = async (work: typeof builds) => {
+    if (work.together.length > 0) {
+      await shortTransaction(session, `the indexes of schema ${schema}`, async (tx) => {
+        for (const statement of work.together) await tx.query(statement);
+      }, attempts);
+    }
+    for (const statement of work.alone) await session.query(statement);
   };
   for (const index of wanted) {
     const valid = existing.get(index.name)?.valid;
     if (valid) continue;
     // valid === false: left by a build that was interrupted. No query reads it, but every
     // write still updates it, and IF NOT EXISTS would take it for done.
-    if (valid === false) await plan(index.table, (mode) => `DROP INDEX${mode} ${s}.${index.name}`);
-    await plan(index.table, (mode) => `CREATE INDEX${mode} ${index.name} ON ${s}.${index.table} ${index.columns}`);
+    if (valid === false) await plan(builds, index.table, (mode) => `DROP INDEX${mode} ${s}.${index.name}`);
+    await plan(builds, index.table, (mode) => `CREATE INDEX${mode} ${index.name} ON ${s}.${index.table} ${index.columns}`);
   }
   for (const name of retired) {
     const table = existing.get(name)?.table;
-    if (table !== undefined) await plan(table, (mode) => `DROP INDEX${mode} IF EXISTS ${s}.${name}`);
+    if (table !== undefined) await plan(drops, table, (mode) => `DROP INDEX${mode} IF EXISTS ${s}.${name}`);
   }
-  if (together.length > 0) {
-    await shortTransaction(session, `the indexes of schema ${schema}`, async (tx) => {
-      for (const statement of together) await tx.query(statement);
-    }, attempts);
+  await run(builds);
+  for (const migration of migrations) {
+    if (migration.backfill && (migration.retires ?? []).some((name) => existing.has(name))) await backfill(session, s, migration.backfill);
   }
-  for (const statement of alone) await session.query(statement);
+  await run(drops);
   const checks = migrations.flatMap((migration) => migration.validates ?? []);
   if (checks.length > 0) {
     const { rows: unchecked } = await session.query<{ constraint: string; table: string }>(
@@ -98,6 +107,25 @@ export async function finishOnline(session: Session, schema: string, migrations:
       [schema, checks],
     );
     for (const { constraint, table } of unchecked) await session.query(`ALTER TABLE ${s}.${table} VALIDATE CONSTRAINT ${constraint}`);
+  }
+}
+
+// Rows per backfill statement: a short write, so its row locks hold up a worker only briefly.
+const backfillBatch = 5_000;
+
+/** Runs `fill` over its table in batches of consecutive ids, each a statement of its own. */
+async function backfill(session: Session, s: string, fill: Backfill): Promise<void> {
+  const table = `${s}.${fill.table}`;
+  for (let after = "-9223372036854775808"; ; ) {
+    const { rows } = await session.query<{ last: string | null }>(
+      `WITH span AS (SELECT max(id) AS last FROM (SELECT id FROM ${table} WHERE id > $1::bigint ORDER BY id LIMIT ${backfillBatch}) b),
+            filled AS (UPDATE ${table} j SET ${fill.set} FROM span WHERE j.id > $1::bigint AND j.id <= span.last AND (${fill.where}) RETURNING 1)
+       SELECT last::text AS last FROM span`,
+      [after],
+    );
+    const last = rows[0]?.last;
+    if (last === null || last === undefined) return;
+    after = last;
   }
 }
 

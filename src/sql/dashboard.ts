@@ -67,7 +67,7 @@ function build(s: string): DashboardQueries {
     recentKinds: statement(`
       SELECT kind FROM (SELECT j.kind FROM ${all} j ORDER BY j.id DESC LIMIT 10000) recent
       UNION
-      SELECT j.kind FROM ${jobs} j WHERE j.status = 'dead'
+      SELECT j.kind FROM ${jobs} j WHERE j.outcome = 'dead'
       ORDER BY kind`),
 
     /*
@@ -84,7 +84,7 @@ function build(s: string): DashboardQueries {
     deadGroups: statement(`
       SELECT j.kind, ${errorSummary} AS error, count(*)::int AS count,
              min(j.id) AS first_id, max(j.id) AS last_id, max(j.finished_at) AS last_died
-      FROM ${jobs} j WHERE j.status = 'dead'
+      FROM ${jobs} j WHERE j.outcome = 'dead'
       GROUP BY j.kind, ${errorSummary}
       ORDER BY count(*) DESC, j.kind, ${errorSummary}
       LIMIT $1`),
@@ -96,7 +96,7 @@ function build(s: string): DashboardQueries {
      */
     listDead: statement(`
       SELECT ${listColumns} FROM ${jobs} j
-      WHERE j.status = 'dead' AND ($1::text IS NULL OR j.kind = $1)
+      WHERE j.outcome = 'dead' AND ($1::text IS NULL OR j.kind = $1)
         AND ($2::text IS NULL OR ${errorSummary} = $2) AND j.id > $3::bigint
       ORDER BY j.id LIMIT $4`),
 

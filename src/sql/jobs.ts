@@ -536,7 +536,7 @@ function build(s: string, channel: string, waitChannel: string): Queries {
     /* listDead — $1 kind (null = all), $2 limit, $3 after id (keyset); rows: job */
     listDead: statement(`
       SELECT ${jobColumns} FROM ${jobs} j
-      WHERE j.status = 'dead' AND ($1::text IS NULL OR j.kind = $1) AND j.id > $3::bigint
+      WHERE j.outcome = 'dead' AND ($1::text IS NULL OR j.kind = $1) AND j.id > $3::bigint
       ORDER BY j.id LIMIT $2`),
 
     /*
@@ -547,7 +547,7 @@ function build(s: string, channel: string, waitChannel: string): Queries {
       WITH retried AS (
         UPDATE ${jobs} j
         SET status = 'ready', attempts = 0, run_at = now(), finished_at = NULL
-        WHERE j.status = 'dead'
+        WHERE j.outcome = 'dead'
           AND ($1::bigint[] IS NULL OR j.id = ANY($1::bigint[]))
           AND ($2::text IS NULL OR j.kind = $2)
         RETURNING j.id
@@ -557,7 +557,7 @@ function build(s: string, channel: string, waitChannel: string): Queries {
     /* discardDead — deletes dead jobs; same filters as retryDead; rows: id */
     discardDead: statement(`
       DELETE FROM ${jobs} j
-      WHERE j.status = 'dead'
+      WHERE j.outcome = 'dead'
         AND ($1::bigint[] IS NULL OR j.id = ANY($1::bigint[]))
         AND ($2::text IS NULL OR j.kind = $2)
       RETURNING j.id`),

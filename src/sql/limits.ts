@@ -92,19 +92,19 @@ function build(s: string, channel: string): LimitQueries {
      * list — every limit with the running and ready jobs of the keys it covers (through the
      * keyed indexes: only keyed jobs are read), and how many of those ready and due are held
      * back by their key's rate now (their key started rate_count jobs within the period: one
-     * count per key with due jobs, through jobs_keyed_started).
+     * count per key with due jobs, through jobs_key_started).
      * rows: key, concurrency, rate_count, rate_period_ms, running, ready, rate_held
      */
     list: statement(`
       SELECT l.key, l.concurrency, l.rate_count, l.rate_period_ms,
-             (SELECT count(*) FROM ${s}.jobs j WHERE j.status = 'running' AND j.concurrency_key IS NOT NULL AND ${covers}) AS running,
+             (SELECT count(*) FROM ${s}.jobs j WHERE j.key_running IS NOT NULL AND ${covers}) AS running,
              (SELECT count(*) FROM ${s}.jobs j WHERE j.status = 'ready' AND j.concurrency_key IS NOT NULL AND ${covers}) AS ready,
              CASE WHEN l.rate_count IS NULL THEN 0 ELSE (
                SELECT coalesce(sum(d.n), 0) FROM (
                  SELECT j.concurrency_key AS k, count(*) AS n FROM ${s}.jobs j
                  WHERE j.status = 'ready' AND j.concurrency_key IS NOT NULL AND ${covers} AND j.run_at <= now() GROUP BY 1) d
                WHERE (SELECT count(*) FROM ${s}.jobs r WHERE r.concurrency_key = d.k
-                        AND r.started_at > now() - l.rate_period_ms * interval '1 millisecond') >= l.rate_count) END AS rate_held
+                        AND r.key_started_at > now() - l.rate_period_ms * interval '1 millisecond') >= l.rate_count) END AS rate_held
       FROM ${s}.limits l ORDER BY l.key`),
   };
 }

@@ -24,7 +24,7 @@ function build(s: string): ObserveQueries {
   return {
     /*
      * stats — every figure per kind in one round trip. Each arm reads one partial index
-     * (jobs_ready_plain and jobs_ready_keyed, one branch each; jobs_leased, jobs_dead) or a small counter table, so the cost grows
+     * (jobs_ready_plain and jobs_ready_keyed, one branch each; jobs_leased, jobs_outcome_dead) or a small counter table, so the cost grows
      * with the backlog (ready, running, dead), never with the done or cancelled history.
      * A run_at of -infinity (possible from plain SQL) counts as ready but has no age:
      * subtracting it fails on PostgreSQL before 16, and an infinite age is no figure.
@@ -58,7 +58,7 @@ function build(s: string): ObserveQueries {
         FROM ${jobs} WHERE status = 'running' AND locked_until IS NOT NULL GROUP BY kind
         UNION ALL
         SELECT kind, 0, 0, NULL, 0, 0, count(*), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
-        FROM ${jobs} WHERE status = 'dead' GROUP BY kind
+        FROM ${jobs} WHERE outcome = 'dead' GROUP BY kind
         UNION ALL
         SELECT kind, 0, 0, NULL, 0, 0, 0, sum(done), sum(cancelled), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
         FROM ${s}.done_counts GROUP BY kind
@@ -77,14 +77,14 @@ function build(s: string): ObserveQueries {
 
     /*
      * pruneDone — deletes one batch of done jobs finished more than $1 ms ago, oldest
-     * first through the jobs_done index; skips rows someone holds. $1 older_than_ms
+     * first through the jobs_outcome_done index; skips rows someone holds. $1 older_than_ms
      * float8, $2 batch size int. rows: id
      */
     pruneDone: statement(`
       DELETE FROM ${jobs} j
       WHERE j.id IN (
         SELECT id FROM ${jobs}
-        WHERE status = 'done' AND finished_at < now() - $1::float8 * interval '1 millisecond'
+        WHERE outcome = 'done' AND finished_at < now() - $1::float8 * interval '1 millisecond'
         ORDER BY finished_at
         LIMIT $2
         FOR UPDATE SKIP LOCKED)
@@ -106,7 +106,7 @@ function build(s: string): ObserveQueries {
 
     /*
      * pruneCancelled — the same for cancelled jobs, by the same age, through the
-     * jobs_cancelled index. A running job cancelled keeps locked_by until its worker lets
+     * jobs_outcome_cancelled index. A running job cancelled keeps locked_by until its worker lets
      * go; deleting it sooner is harmless (the worker's heartbeat finds no row and aborts the
      * handler as a lost lease; its outcome writes find nothing). $1 older_than_ms float8, $2 batch size int. rows: id
      */
@@ -114,7 +114,7 @@ function build(s: string): ObserveQueries {
       DELETE FROM ${jobs} j
       WHERE j.id IN (
         SELECT id FROM ${jobs}
-        WHERE status = 'cancelled' AND finished_at < now() - $1::float8 * interval '1 millisecond'
+        WHERE outcome = 'cancelled' AND finished_at < now() - $1::float8 * interval '1 millisecond'
         ORDER BY finished_at
         LIMIT $2
         FOR UPDATE SKIP LOCKED)
@@ -125,24 +125,24 @@ function build(s: string): ObserveQueries {
       DELETE FROM ${jobs} j
       WHERE j.id IN (
         SELECT id FROM ${jobs}
-        WHERE status = 'dead' AND finished_at < now() - $1::float8 * interval '1 millisecond'
+        WHERE outcome = 'dead' AND finished_at < now() - $1::float8 * interval '1 millisecond'
         ORDER BY id
         LIMIT $2
         FOR UPDATE SKIP LOCKED)
       RETURNING j.id`),
 
     /*
-     * countPrunable — what a prune would delete (dry run); reads the jobs_done,
-     * done_jobs_finished and jobs_cancelled index ranges only (and the finished batches, counting their jobs
+     * countPrunable — what a prune would delete (dry run); reads the jobs_outcome_done,
+     * done_jobs_finished and jobs_outcome_cancelled index ranges only (and the finished batches, counting their jobs
      * this purge would delete as gone). $1 done (and cancelled) older_than_ms, $2 dead
      * older_than_ms (null = keep dead). rows: done, cancelled, dead, finished_batches (bigint strings)
      */
     countPrunable: statement(`
-      SELECT (SELECT count(*) FROM ${jobs} WHERE status = 'done' AND finished_at < now() - $1::float8 * interval '1 millisecond')
+      SELECT (SELECT count(*) FROM ${jobs} WHERE outcome = 'done' AND finished_at < now() - $1::float8 * interval '1 millisecond')
                + (SELECT count(*) FROM ${s}.done_jobs WHERE finished_at < now() - $1::float8 * interval '1 millisecond') AS done,
-             (SELECT count(*) FROM ${jobs} WHERE status = 'cancelled' AND finished_at < now() - $1::float8 * interval '1 millisecond') AS cancelled,
+             (SELECT count(*) FROM ${jobs} WHERE outcome = 'cancelled' AND finished_at < now() - $1::float8 * interval '1 millisecond') AS cancelled,
              CASE WHEN $2::float8 IS NULL THEN 0 ELSE
-               (SELECT count(*) FROM ${jobs} WHERE status = 'dead' AND finished_at < now() - $2::float8 * interval '1 millisecond') END AS dead,
+               (SELECT count(*) FROM ${jobs} WHERE outcome = 'dead' AND finished_at < now() - $2::float8 * interval '1 millisecond') END AS dead,
              (SELECT count(*) FROM ${s}.batches x WHERE x.finished_at < now() - $1::float8 * interval '1 millisecond'
                 AND NOT EXISTS (SELECT 1 FROM ${jobs} j WHERE j.batch_id = x.id AND NOT (
                   j.status IN ('done', 'cancelled') AND j.finished_at < now() - $1::float8 * interval '1 millisecond'

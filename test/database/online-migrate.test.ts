@@ -40,4 +40,29 @@ describe("a migration run that was interrupted", () => {
     expect(check?.convalidated).toBe(true);
     expect(await indexes()).toEqual(before);
   });
+
+  it("fills a migration's new columns for the rows already there when a run stopped before dropping what they replace", async () => {
+    const before = await indexes();
+    // Rows written before migration 020's trigger (finished ones, across several backfill
+    // batches), and the index it retires still there, as a run cut short before its drops leaves them.
+    await t.sql(`ALTER TABLE ${t.schema}.jobs DISABLE TRIGGER jobs_mirror`);
+    await t.sql(
+      `INSERT INTO ${t.schema}.jobs (kind, payload, status, finished_at, concurrency_key, started_at)
+       SELECT 'old', '{}', CASE WHEN g % 3 = 0 THEN 'dead' ELSE 'done' END, now(), CASE WHEN g % 2 = 0 THEN 'tenant:1' END, now()
+       FROM generate_series(1, 12000) g`,
+    );
+    await t.sql(`ALTER TABLE ${t.schema}.jobs ENABLE TRIGGER jobs_mirror`);
+    await t.sql(`CREATE INDEX jobs_done ON ${t.schema}.jobs (finished_at) WHERE status = 'done'`);
+    const mirrored = () =>
+      t.sql<{ dead: string; done: string; keyed: string }>(
+        `SELECT count(*) FILTER (WHERE outcome = 'dead')::text AS dead, count(*) FILTER (WHERE outcome = 'done')::text AS done,
+                count(key_started_at)::text AS keyed FROM ${t.schema}.jobs`,
+      );
+    expect(await mirrored()).toEqual([{ dead: "0", done: "0", keyed: "0" }]);
+
+    expect(await t.errand.migrate()).toEqual([]);
+    expect(await mirrored()).toEqual([{ dead: "4000", done: "8000", keyed: "6000" }]);
+    expect(await indexes()).toEqual(before);
+    expect(await t.errand.dead.list({ kind: "old", limit: 1 })).toHaveLength(1);
+  });
 });

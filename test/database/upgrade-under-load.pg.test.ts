@@ -187,6 +187,16 @@ describe("upgrading an installation while it works", () => {
       ).rows;
       expect(counts).toEqual({ total: String(rows + app.ids.length), enqueued: String(app.ids.length), done: String(worker.ids.length), running: "0" });
 
+      // Migration 020's backfill gave every row its mirrors: the history is found through jobs_outcome_done.
+      const [mirrors] = (
+        await admin.query<{ done: string; stale: string }>(
+          `SELECT count(*) FILTER (WHERE outcome = 'done') AS done,
+                  count(*) FILTER (WHERE outcome IS DISTINCT FROM (CASE WHEN status IN ('done', 'dead', 'cancelled') THEN status END)) AS stale
+           FROM ${schema}.jobs`,
+        )
+      ).rows;
+      expect(mirrors).toEqual({ done: String(rows - ready + worker.ids.length), stale: "0" });
+
       // Every index valid, every constraint as a fresh install has it.
       const { rows: invalid } = await admin.query(
         `SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relnamespace = $1::regnamespace AND NOT (i.indisvalid AND i.indisready)`,
