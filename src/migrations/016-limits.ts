@@ -42,21 +42,53 @@ CREATE TABLE {{schema}}.limits (
   CHECK ((rate_count IS NULL) = (rate_period_ms IS NULL))
 );
 
-${claimKeyed("CREATE FUNCTION", { running: "r.concurrency_key = k AND r.status = 'running'", startedAt: "started_at" })}`,
+${claimKeyed("CREATE FUNCTION", { running: "r.concurrency_key = k AND r.status = 'running'", startedAt: "started_at", ready: "r.status = 'ready'", leases: false })}`,
 };
 
 /**
- * How claim_keyed counts a key's running jobs (a condition on `r` and the key `k`) and its
- * recent starts (the column of their start times). 016 counted by status and started_at;
- * 020 by the columns that mirror them for keyed jobs alone.
+ * What differs between claim_keyed's versions: how it counts a key's running jobs (a
+ * condition on `r` and the key `k`) and its recent starts (the column of their start
+ * times), how it tells a ready row (a condition on `r`), and whether its claims write a
+ * lease record (see {@link leasedClaim}). 016 counted by status and started_at; 020 by the
+ * columns that mirror them for keyed jobs alone; 021 reads ready rows through the open
+ * indexes and records leases.
  */
-interface KeyCounts {
+export interface ClaimVariant {
   readonly running: string;
   readonly startedAt: string;
+  readonly ready: string;
+  readonly leases: boolean;
 }
 
-/** claim_keyed's definition, made by `create` (CREATE FUNCTION, or CREATE OR REPLACE FUNCTION), counting as `counts` says. */
-export function claimKeyed(create: string, counts: KeyCounts): string {
+/**
+ * A claim's UPDATE of `jobs j` (`update`: from UPDATE to its WHERE, the rows in CTE
+ * `next`) that records the claim in `leases` (migration 021): one row for the batch, its
+ * earliest lease and its ids, whose id every returned row carries as its last column. The
+ * rows are claim_keyed's, their concurrency key `key` (an expression on `j`).
+ */
+export function leasedClaim(update: string, key: string): string {
+  const columns = ["j.id AS id", "j.kind AS kind", "j.payload AS payload", "j.attempts AS attempts", "true AS started", "j.max_attempts AS max_attempts",
+    "j.retry::text AS retry", "j.timeout_ms AS timeout_ms", "(extract(epoch FROM j.run_at) * 1000)::float8 AS run_at_ms",
+    "(extract(epoch FROM j.created_at) * 1000)::float8 AS created_at_ms", "j.checkpoint::text AS checkpoint", `${key} AS concurrency_key`, "NULL::float8 AS wait_ms"];
+  const names = columns.map((column) => column.slice(column.lastIndexOf(" AS ") + 4));
+  return `, claimed AS (
+        ${update}
+        RETURNING ${columns.join(", ")}, j.locked_until AS lease_until
+      ), lease AS (
+        INSERT INTO {{schema}}.leases (worker, locked_until, ids)
+        SELECT p_worker, min(c.lease_until), array_agg(c.id) FROM claimed c HAVING count(*) > 0
+        RETURNING leases.id
+      )
+      SELECT ${names.map((name) => `c.${name}`).join(", ")}, (SELECT l.id FROM lease l) FROM claimed c`;
+}
+
+/** claim_keyed's definition, made by `create` (CREATE FUNCTION, or CREATE OR REPLACE FUNCTION), as `counts` says. */
+export function claimKeyed(create: string, counts: ClaimVariant): string {
+  const update = `UPDATE {{schema}}.jobs j
+      SET status = 'running', attempts = j.attempts + 1, locked_by = p_worker,
+          locked_until = t + coalesce((p_leases ->> j.kind)::float8, p_lease_ms) * interval '1 millisecond',
+          started_at = t${counts.leases ? ", queue_running = p_queue" : ""}
+      WHERE j.ctid = ANY(ARRAY(SELECT ctid FROM next))`;
   return `-- claim_keyed: up to p_slots keyed jobs, all started now (no reserved rows: a job held in a
 -- worker's buffer would hold its key's slot without running), for worker p_worker with the
 -- lease p_lease_ms (or its kind's in p_leases). Keys are visited round-robin in key order,
@@ -72,7 +104,7 @@ export function claimKeyed(create: string, counts: KeyCounts): string {
 -- kinds), as in the plain claim; a key's running jobs and starts count in every queue.
 ${create} {{schema}}.claim_keyed(p_slots int, p_worker text, p_leases jsonb, p_lease_ms float8, p_after text, p_queue text, p_kinds text[])
 RETURNS TABLE (id bigint, kind text, payload jsonb, attempts int, started boolean, max_attempts int, retry text,
-               timeout_ms int, run_at_ms float8, created_at_ms float8, checkpoint text, concurrency_key text, wait_ms float8)
+               timeout_ms int, run_at_ms float8, created_at_ms float8, checkpoint text, concurrency_key text, wait_ms float8${counts.leases ? ", lease bigint" : ""})
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
@@ -99,13 +131,13 @@ BEGIN
       k := NULL;
     ELSE
       k := (SELECT min(r.concurrency_key) FROM {{schema}}.jobs r
-            WHERE r.status = 'ready' AND r.queue = p_queue AND r.concurrency_key IS NOT NULL AND r.concurrency_key > last_key
+            WHERE ${counts.ready} AND r.queue = p_queue AND r.concurrency_key IS NOT NULL AND r.concurrency_key > last_key
               AND r.kind = ANY(p_kinds));
     END IF;
     wrapped := k IS NULL;
     IF wrapped THEN
       k := (SELECT min(r.concurrency_key) FROM {{schema}}.jobs r
-            WHERE r.status = 'ready' AND r.queue = p_queue AND r.concurrency_key IS NOT NULL AND r.kind = ANY(p_kinds));
+            WHERE ${counts.ready} AND r.queue = p_queue AND r.concurrency_key IS NOT NULL AND r.kind = ANY(p_kinds));
       EXIT WHEN k IS NULL;
     END IF;
     -- A pass ends where the circle of keys comes back to where it began (that key may be
@@ -144,7 +176,7 @@ BEGIN
                    WHERE r.concurrency_key = k AND r.${counts.startedAt} > t - lim.rate_period_ms * interval '1 millisecond'
                    ORDER BY r.${counts.startedAt} OFFSET n - lim.rate_count LIMIT 1);
         IF EXISTS (SELECT 1 FROM {{schema}}.jobs r
-                   WHERE r.status = 'ready' AND r.queue = p_queue AND r.concurrency_key = k AND r.run_at <= t AND r.kind = ANY(p_kinds)) THEN
+                   WHERE ${counts.ready} AND r.queue = p_queue AND r.concurrency_key = k AND r.run_at <= t AND r.kind = ANY(p_kinds)) THEN
           wait := least(wait, greatest(1, extract(epoch FROM oldest - t) * 1000 + lim.rate_period_ms));
         END IF;
       END IF;
@@ -153,26 +185,22 @@ BEGIN
     RETURN QUERY
       WITH next AS (
         SELECT r.ctid FROM {{schema}}.jobs r
-        WHERE r.status = 'ready' AND r.queue = p_queue AND r.concurrency_key = k AND r.run_at <= t AND r.kind = ANY(p_kinds)
+        WHERE ${counts.ready} AND r.queue = p_queue AND r.concurrency_key = k AND r.run_at <= t AND r.kind = ANY(p_kinds)
         ORDER BY r.priority DESC, r.run_at, r.id
         LIMIT room
         FOR UPDATE SKIP LOCKED
-      )
-      UPDATE {{schema}}.jobs j
-      SET status = 'running', attempts = j.attempts + 1, locked_by = p_worker,
-          locked_until = t + coalesce((p_leases ->> j.kind)::float8, p_lease_ms) * interval '1 millisecond',
-          started_at = t
-      WHERE j.ctid = ANY(ARRAY(SELECT ctid FROM next))
+      )${counts.leases ? leasedClaim(update, "j.concurrency_key") : `
+      ${update}
       RETURNING j.id, j.kind, j.payload, j.attempts, true, j.max_attempts, j.retry::text, j.timeout_ms,
                 (extract(epoch FROM j.run_at) * 1000)::float8, (extract(epoch FROM j.created_at) * 1000)::float8,
-                j.checkpoint::text, j.concurrency_key, NULL::float8;
+                j.checkpoint::text, j.concurrency_key, NULL::float8`};
     GET DIAGNOSTICS n = ROW_COUNT;
     taken := taken + n;
     took_in_pass := took_in_pass + n;
     keys_took := keys_took + (n > 0)::int;
   END LOOP;
   RETURN QUERY SELECT NULL::bigint, NULL::text, NULL::jsonb, NULL::int, NULL::boolean, NULL::int, NULL::text, NULL::int,
-                      NULL::float8, NULL::float8, NULL::text, last_key, wait;
+                      NULL::float8, NULL::float8, NULL::text, last_key, wait${counts.leases ? ", NULL::bigint" : ""};
 END;
 $$;
 `;
