@@ -47,7 +47,7 @@ BEGIN
 END;
 $$;
 
-CREATE FUNCTION errand.claim_keyed(p_slots integer, p_worker text, p_leases jsonb, p_lease_ms double precision, p_after text, p_queue text, p_kinds text[]) RETURNS TABLE(id bigint, kind text, payload jsonb, attempts integer, started boolean, max_attempts integer, retry text, timeout_ms integer, run_at_ms double precision, created_at_ms double precision, checkpoint text, concurrency_key text, wait_ms double precision)
+CREATE FUNCTION errand.claim_keyed(p_slots integer, p_worker text, p_leases jsonb, p_lease_ms double precision, p_after text, p_queue text, p_kinds text[]) RETURNS TABLE(id bigint, kind text, payload jsonb, attempts integer, started boolean, max_attempts integer, retry text, timeout_ms integer, run_at_ms double precision, created_at_ms double precision, checkpoint text, concurrency_key text, wait_ms double precision, lease bigint)
     LANGUAGE plpgsql
     AS $$
 #variable_conflict use_column
@@ -75,13 +75,13 @@ BEGIN
       k := NULL;
     ELSE
       k := (SELECT min(r.concurrency_key) FROM "errand".jobs r
-            WHERE r.status = 'ready' AND r.queue = p_queue AND r.concurrency_key IS NOT NULL AND r.concurrency_key > last_key
+            WHERE r.status = 'ready' AND r.outcome IS NULL AND r.queue = p_queue AND r.concurrency_key IS NOT NULL AND r.concurrency_key > last_key
               AND r.kind = ANY(p_kinds));
     END IF;
     wrapped := k IS NULL;
     IF wrapped THEN
       k := (SELECT min(r.concurrency_key) FROM "errand".jobs r
-            WHERE r.status = 'ready' AND r.queue = p_queue AND r.concurrency_key IS NOT NULL AND r.kind = ANY(p_kinds));
+            WHERE r.status = 'ready' AND r.outcome IS NULL AND r.queue = p_queue AND r.concurrency_key IS NOT NULL AND r.kind = ANY(p_kinds));
       EXIT WHEN k IS NULL;
     END IF;
     -- A pass ends where the circle of keys comes back to where it began (that key may be
@@ -120,7 +120,7 @@ BEGIN
                    WHERE r.concurrency_key = k AND r.key_started_at > t - lim.rate_period_ms * interval '1 millisecond'
                    ORDER BY r.key_started_at OFFSET n - lim.rate_count LIMIT 1);
         IF EXISTS (SELECT 1 FROM "errand".jobs r
-                   WHERE r.status = 'ready' AND r.queue = p_queue AND r.concurrency_key = k AND r.run_at <= t AND r.kind = ANY(p_kinds)) THEN
+                   WHERE r.status = 'ready' AND r.outcome IS NULL AND r.queue = p_queue AND r.concurrency_key = k AND r.run_at <= t AND r.kind = ANY(p_kinds)) THEN
           wait := least(wait, greatest(1, extract(epoch FROM oldest - t) * 1000 + lim.rate_period_ms));
         END IF;
       END IF;
@@ -129,30 +129,34 @@ BEGIN
     RETURN QUERY
       WITH next AS (
         SELECT r.ctid FROM "errand".jobs r
-        WHERE r.status = 'ready' AND r.queue = p_queue AND r.concurrency_key = k AND r.run_at <= t AND r.kind = ANY(p_kinds)
+        WHERE r.status = 'ready' AND r.outcome IS NULL AND r.queue = p_queue AND r.concurrency_key = k AND r.run_at <= t AND r.kind = ANY(p_kinds)
         ORDER BY r.priority DESC, r.run_at, r.id
         LIMIT room
         FOR UPDATE SKIP LOCKED
-      )
-      UPDATE "errand".jobs j
+      ), claimed AS (
+        UPDATE "errand".jobs j
       SET status = 'running', attempts = j.attempts + 1, locked_by = p_worker,
           locked_until = t + coalesce((p_leases ->> j.kind)::float8, p_lease_ms) * interval '1 millisecond',
-          started_at = t
+          started_at = t, queue_running = p_queue
       WHERE j.ctid = ANY(ARRAY(SELECT ctid FROM next))
-      RETURNING j.id, j.kind, j.payload, j.attempts, true, j.max_attempts, j.retry::text, j.timeout_ms,
-                (extract(epoch FROM j.run_at) * 1000)::float8, (extract(epoch FROM j.created_at) * 1000)::float8,
-                j.checkpoint::text, j.concurrency_key, NULL::float8;
+        RETURNING j.id AS id, j.kind AS kind, j.payload AS payload, j.attempts AS attempts, true AS started, j.max_attempts AS max_attempts, j.retry::text AS retry, j.timeout_ms AS timeout_ms, (extract(epoch FROM j.run_at) * 1000)::float8 AS run_at_ms, (extract(epoch FROM j.created_at) * 1000)::float8 AS created_at_ms, j.checkpoint::text AS checkpoint, j.concurrency_key AS concurrency_key, NULL::float8 AS wait_ms, j.locked_until AS lease_until
+      ), lease AS (
+        INSERT INTO "errand".leases (worker, locked_until, ids)
+        SELECT p_worker, min(c.lease_until), array_agg(c.id) FROM claimed c HAVING count(*) > 0
+        RETURNING leases.id
+      )
+      SELECT c.id, c.kind, c.payload, c.attempts, c.started, c.max_attempts, c.retry, c.timeout_ms, c.run_at_ms, c.created_at_ms, c.checkpoint, c.concurrency_key, c.wait_ms, (SELECT l.id FROM lease l) FROM claimed c;
     GET DIAGNOSTICS n = ROW_COUNT;
     taken := taken + n;
     took_in_pass := took_in_pass + n;
     keys_took := keys_took + (n > 0)::int;
   END LOOP;
   RETURN QUERY SELECT NULL::bigint, NULL::text, NULL::jsonb, NULL::int, NULL::boolean, NULL::int, NULL::text, NULL::int,
-                      NULL::float8, NULL::float8, NULL::text, last_key, wait;
+                      NULL::float8, NULL::float8, NULL::text, last_key, wait, NULL::bigint;
 END;
 $$;
 
-CREATE FUNCTION errand.claim_limited(p_slots integer, p_worker text, p_leases jsonb, p_lease_ms double precision, p_after text, p_queue text, p_kinds text[]) RETURNS TABLE(id bigint, kind text, payload jsonb, attempts integer, started boolean, max_attempts integer, retry text, timeout_ms integer, run_at_ms double precision, created_at_ms double precision, checkpoint text, concurrency_key text, wait_ms double precision)
+CREATE FUNCTION errand.claim_limited(p_slots integer, p_worker text, p_leases jsonb, p_lease_ms double precision, p_after text, p_queue text, p_kinds text[]) RETURNS TABLE(id bigint, kind text, payload jsonb, attempts integer, started boolean, max_attempts integer, retry text, timeout_ms integer, run_at_ms double precision, created_at_ms double precision, checkpoint text, concurrency_key text, wait_ms double precision, lease bigint)
     LANGUAGE plpgsql
     AS $$
 #variable_conflict use_column
@@ -165,11 +169,11 @@ BEGIN
   lim := (SELECT l.concurrency FROM "errand".queue_limits l WHERE l.queue = p_queue);
   IF lim IS NOT NULL THEN
     room := least(room, lim - (SELECT count(*) FROM "errand".jobs r
-                               WHERE r.locked_until IS NOT NULL AND r.status = 'running' AND r.queue = p_queue)::int);
+                               WHERE r.queue_running = p_queue)::int);
   END IF;
   IF room <= 0 THEN
     RETURN QUERY SELECT NULL::bigint, NULL::text, NULL::jsonb, NULL::int, NULL::boolean, NULL::int, NULL::text, NULL::int,
-                        NULL::float8, NULL::float8, NULL::text, p_after, NULL::float8;
+                        NULL::float8, NULL::float8, NULL::text, p_after, NULL::float8, NULL::bigint;
     RETURN;
   END IF;
   RETURN QUERY SELECT * FROM "errand".claim_keyed(room, p_worker, p_leases, p_lease_ms, p_after, p_queue, p_kinds);
@@ -179,19 +183,23 @@ BEGIN
     RETURN QUERY
       WITH next AS (
         SELECT r.ctid FROM "errand".jobs r
-        WHERE r.status = 'ready' AND r.queue = p_queue AND r.concurrency_key IS NULL AND r.run_at <= now() AND r.kind = ANY(p_kinds)
+        WHERE r.status = 'ready' AND r.outcome IS NULL AND r.queue = p_queue AND r.concurrency_key IS NULL AND r.run_at <= now() AND r.kind = ANY(p_kinds)
         ORDER BY r.priority DESC, r.run_at, r.id
         LIMIT room
         FOR UPDATE SKIP LOCKED
-      )
-      UPDATE "errand".jobs j
+      ), claimed AS (
+        UPDATE "errand".jobs j
       SET status = 'running', attempts = j.attempts + 1, locked_by = p_worker,
           locked_until = now() + coalesce((p_leases ->> j.kind)::float8, p_lease_ms) * interval '1 millisecond',
-          started_at = now()
+          started_at = now(), queue_running = p_queue
       WHERE j.ctid = ANY(ARRAY(SELECT ctid FROM next))
-      RETURNING j.id, j.kind, j.payload, j.attempts, true, j.max_attempts, j.retry::text, j.timeout_ms,
-                (extract(epoch FROM j.run_at) * 1000)::float8, (extract(epoch FROM j.created_at) * 1000)::float8,
-                j.checkpoint::text, NULL::text, NULL::float8;
+        RETURNING j.id AS id, j.kind AS kind, j.payload AS payload, j.attempts AS attempts, true AS started, j.max_attempts AS max_attempts, j.retry::text AS retry, j.timeout_ms AS timeout_ms, (extract(epoch FROM j.run_at) * 1000)::float8 AS run_at_ms, (extract(epoch FROM j.created_at) * 1000)::float8 AS created_at_ms, j.checkpoint::text AS checkpoint, NULL::text AS concurrency_key, NULL::float8 AS wait_ms, j.locked_until AS lease_until
+      ), lease AS (
+        INSERT INTO "errand".leases (worker, locked_until, ids)
+        SELECT p_worker, min(c.lease_until), array_agg(c.id) FROM claimed c HAVING count(*) > 0
+        RETURNING leases.id
+      )
+      SELECT c.id, c.kind, c.payload, c.attempts, c.started, c.max_attempts, c.retry, c.timeout_ms, c.run_at_ms, c.created_at_ms, c.checkpoint, c.concurrency_key, c.wait_ms, (SELECT l.id FROM lease l) FROM claimed c;
   END IF;
 END;
 $$;
@@ -231,6 +239,7 @@ BEGIN
   NEW.outcome := CASE WHEN NEW.status IN ('done', 'dead', 'cancelled') THEN NEW.status END;
   NEW.key_running := CASE WHEN NEW.status = 'running' THEN NEW.concurrency_key END;
   NEW.key_started_at := CASE WHEN NEW.concurrency_key IS NOT NULL THEN NEW.started_at END;
+  NEW.queue_running := CASE WHEN NEW.status = 'running' THEN NEW.queue_running END;
   RETURN NEW;
 END;
 $$;
@@ -318,6 +327,7 @@ CREATE TABLE errand.jobs (
     outcome text,
     key_running text,
     key_started_at timestamp with time zone,
+    queue_running text,
     CONSTRAINT jobs_attempts_check CHECK ((attempts >= 0)),
     CONSTRAINT jobs_concurrency_key_named CHECK ((concurrency_key <> ''::text)),
     CONSTRAINT jobs_kind_check CHECK ((kind <> ''::text)),
@@ -325,7 +335,7 @@ CREATE TABLE errand.jobs (
     CONSTRAINT jobs_queue_named CHECK ((queue <> ''::text)),
     CONSTRAINT jobs_timeout_positive CHECK ((timeout_ms > 0))
 )
-WITH (autovacuum_vacuum_scale_factor='0.01', autovacuum_vacuum_threshold='1000', autovacuum_vacuum_insert_scale_factor='0.01', autovacuum_vacuum_insert_threshold='1000', autovacuum_analyze_scale_factor='0.02', autovacuum_analyze_threshold='1000', autovacuum_vacuum_cost_delay='0');
+WITH (autovacuum_vacuum_scale_factor='0.01', autovacuum_vacuum_threshold='1000', autovacuum_vacuum_insert_scale_factor='0.01', autovacuum_vacuum_insert_threshold='1000', autovacuum_analyze_scale_factor='0.02', autovacuum_analyze_threshold='1000', autovacuum_vacuum_cost_delay='0', fillfactor='45');
 
 CREATE VIEW errand.all_jobs AS
  SELECT jobs.id,
@@ -420,6 +430,22 @@ CREATE TABLE errand.done_counts (
 
 ALTER TABLE errand.jobs ALTER COLUMN id ADD GENERATED BY DEFAULT AS IDENTITY (
     SEQUENCE NAME errand.jobs_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+CREATE TABLE errand.leases (
+    id bigint NOT NULL,
+    worker text NOT NULL,
+    locked_until timestamp with time zone NOT NULL,
+    ids bigint[] NOT NULL
+);
+
+ALTER TABLE errand.leases ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME errand.leases_id_seq
     START WITH 1
     INCREMENT BY 1
     NO MINVALUE
@@ -575,6 +601,9 @@ ALTER TABLE errand.jobs
 ALTER TABLE errand.jobs
     ADD CONSTRAINT jobs_status_check CHECK ((status = ANY (ARRAY['ready'::text, 'running'::text, 'done'::text, 'dead'::text, 'cancelled'::text]))) NOT VALID;
 
+ALTER TABLE ONLY errand.leases
+    ADD CONSTRAINT leases_pkey PRIMARY KEY (id);
+
 ALTER TABLE ONLY errand.limits
     ADD CONSTRAINT limits_pkey PRIMARY KEY (key);
 
@@ -612,7 +641,9 @@ CREATE INDEX jobs_key_running ON errand.jobs USING btree (key_running) WHERE (ke
 
 CREATE INDEX jobs_key_started ON errand.jobs USING btree (concurrency_key, key_started_at) WHERE (key_started_at IS NOT NULL);
 
-CREATE INDEX jobs_leased ON errand.jobs USING btree (locked_until) WHERE (locked_until IS NOT NULL);
+CREATE INDEX jobs_open_keyed ON errand.jobs USING btree (queue, concurrency_key, priority DESC, run_at, id) WHERE ((outcome IS NULL) AND (concurrency_key IS NOT NULL));
+
+CREATE INDEX jobs_open_plain ON errand.jobs USING btree (queue, priority DESC, run_at, id) WHERE ((outcome IS NULL) AND (concurrency_key IS NULL));
 
 CREATE INDEX jobs_outcome_cancelled ON errand.jobs USING btree (finished_at) WHERE (outcome = 'cancelled'::text);
 
@@ -620,11 +651,9 @@ CREATE INDEX jobs_outcome_dead ON errand.jobs USING btree (kind, id) WHERE (outc
 
 CREATE INDEX jobs_outcome_done ON errand.jobs USING btree (finished_at) WHERE (outcome = 'done'::text);
 
-CREATE INDEX jobs_ready_keyed ON errand.jobs USING btree (queue, concurrency_key, priority DESC, run_at, id) WHERE ((status = 'ready'::text) AND (concurrency_key IS NOT NULL));
+CREATE INDEX jobs_queue_running ON errand.jobs USING btree (queue_running) WHERE (queue_running IS NOT NULL);
 
-CREATE INDEX jobs_ready_plain ON errand.jobs USING btree (queue, priority DESC, run_at, id) WHERE ((status = 'ready'::text) AND (concurrency_key IS NULL));
-
-CREATE INDEX jobs_unleased ON errand.jobs USING btree (id) WHERE ((status = 'running'::text) AND (locked_until IS NULL));
+CREATE INDEX leases_due ON errand.leases USING btree (locked_until);
 
 CREATE INDEX schedules_due ON errand.schedules USING btree (next_slot) WHERE (NOT paused);
 
@@ -650,6 +679,10 @@ CREATE TRIGGER jobs_mirror BEFORE INSERT OR UPDATE ON errand.jobs FOR EACH ROW W
         CASE
             WHEN (new.concurrency_key IS NOT NULL) THEN new.started_at
             ELSE NULL::timestamp with time zone
+        END) OR (new.queue_running IS DISTINCT FROM
+        CASE
+            WHEN (new.status = 'running'::text) THEN new.queue_running
+            ELSE NULL::text
         END))) EXECUTE FUNCTION errand.jobs_mirror();
 
 CREATE TRIGGER jobs_notify AFTER INSERT ON errand.jobs FOR EACH STATEMENT EXECUTE FUNCTION errand.notify_jobs();

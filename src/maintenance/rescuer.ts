@@ -8,6 +8,15 @@ import { Repeater, type Service } from "./service.js";
 
 /** Most expired leases one run returns; the rest wait for the next run. */
 const rescueBatch = 1000;
+/** Most lease records (migration 021: one per claim or heartbeat) one run reads. */
+const recordBatch = 200;
+/**
+ * Every this many runs (and the first), a run also looks at every running job, not only at
+ * the lease records due: a job claimed by a worker that keeps no records (the seed's claim
+ * in plain SQL, errand before 021) is found that way, up to this many intervals after its
+ * lease ran out (5 minutes by default). It reads every waiting and running job.
+ */
+export const sweepEvery = 10;
 
 /** What one rescue did. */
 export interface RescueResult {
@@ -29,7 +38,9 @@ export interface RescuerOptions {
 
 /**
  * Returns jobs whose lease expired (their worker died or overran it) to `ready`, or buries
- * them as `dead` when the expired attempt was their last, up to 1,000 per run. Every
+ * them as `dead` when the expired attempt was their last, up to 1,000 per run. It finds
+ * them through the lease records that are due (up to 200 per run), and every
+ * {@link sweepEvery}th run among all running jobs (see `rescue` in src/sql/jobs.ts). Every
  * worker runs one at start and every `rescueIntervalMs`; create one with
  * `errand.rescuer()` for a process that rescues for workers started with
  * `rescueIntervalMs: 0`. A {@link Service}: `start()`, `stop()`, `runOnce()`. Safe in any
@@ -45,6 +56,7 @@ export class Rescuer implements Service<RescueResult> {
   readonly #driver: Driver;
   readonly #schema: string;
   readonly #repeater: Repeater;
+  #runs = 0;
 
   constructor(driver: Driver, schema: string, options: RescuerOptions = {}) {
     checkKeys(options, "", ["intervalMs", "onRescue", "onError"]);
@@ -57,7 +69,8 @@ export class Rescuer implements Service<RescueResult> {
 
   /** Rescues once now; rejects if the database cannot be reached. */
   async runOnce(): Promise<RescueResult> {
-    const { rows } = await this.#driver.run<{ id: string; status: string }>(queriesFor(this.#schema).rescue, [rescueBatch]);
+    const sweep = this.#runs++ % sweepEvery === 0;
+    const { rows } = await this.#driver.run<{ id: string; status: string }>(queriesFor(this.#schema).rescue, [rescueBatch, recordBatch, sweep]);
     const dead = rows.filter((row) => row.status === "dead").length;
     // Workers at rest poll rarely: tell them (keyed jobs may be among the rescued), as an insert would.
     if (rows.length > dead) await this.#driver.run(limitQueriesFor(this.#schema).announceKeyed, []);

@@ -42,7 +42,7 @@ function build(s: string): JetStreamQueries {
       WITH moved AS (
         DELETE FROM ${jobs} WHERE id IN (
           SELECT id FROM ${jobs}
-          WHERE queue = $1 AND status = 'ready' AND concurrency_key IS NULL AND run_at <= now()
+          WHERE queue = $1 AND status = 'ready' AND outcome IS NULL AND concurrency_key IS NULL AND run_at <= now()
           ORDER BY priority DESC, run_at, id
           LIMIT $3
           FOR UPDATE SKIP LOCKED)

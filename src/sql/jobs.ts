@@ -94,9 +94,13 @@ export const maxUnstartedRefunds = 3;
 /** How far below now() a claim's floor may reach: see claimFrom. */
 export const claimFloorSlackMs = 100;
 
-/** The claim's filter: ready, due, plain (no concurrency key) jobs of queue $`queue` whose kind is one of $`kinds`. */
+/**
+ * The claim's filter: ready, due, plain (no concurrency key) jobs of queue $`queue` whose kind
+ * is one of $`kinds`. `outcome IS NULL` (implied by `status = 'ready'`, see migration 020)
+ * lets the planner read jobs_open_plain, whose predicate names no column a claim changes.
+ */
 const claimableBy = (queue: number, kinds: number): string =>
-  `status = 'ready' AND queue = $${queue}::text AND concurrency_key IS NULL AND run_at <= now() AND kind = ANY($${kinds}::text[])`;
+  `status = 'ready' AND outcome IS NULL AND queue = $${queue}::text AND concurrency_key IS NULL AND run_at <= now() AND kind = ANY($${kinds}::text[])`;
 /** The claim statements' filter: their queue is $6, their kinds $7. */
 const claimable = claimableBy(6, 7);
 /** A claim key's columns (see KeyRow in src/worker/claim-floor.ts), of the row named `row`: run_at in epoch milliseconds. */
@@ -105,14 +109,18 @@ const keyColumns = (row: string): string => `${row}.id, ${row}.priority, (extrac
 const floorAt = "(timestamptz 'epoch' + $9::float8 * interval '1 microsecond')";
 const slackAt = `(now() - interval '${claimFloorSlackMs} milliseconds')`;
 
-/** The claim's update of the rows that `next` selects (their ctids, locked, in claim order); see claim. */
-function claimUpdate(jobs: string, next: string): string {
+/**
+ * The claim's update of the rows that `next` selects (their ctids, locked, in claim order);
+ * see claim. It records the batch in `leases` (migration 021: where the rescuer finds it),
+ * whose id each row carries as `lease`.
+ */
+function claimUpdate(s: string, next: string): string {
   /** The first $5 rows of the claim's batch, in claim order: their handlers start now. */
   const startsNow = "j.ctid = ANY(ARRAY(SELECT ctid FROM next LIMIT $5))";
   return `
       WITH next AS (${next}
-      )
-      UPDATE ${jobs} j
+      ), claimed AS (
+      UPDATE ${s}.jobs j
       SET status = 'running',
           attempts = j.attempts + CASE WHEN ${startsNow} THEN 1 ELSE 0 END,
           locked_by = $2,
@@ -121,7 +129,23 @@ function claimUpdate(jobs: string, next: string): string {
       WHERE j.ctid = ANY(ARRAY(SELECT ctid FROM next))
       RETURNING ${keyColumns("j")}, j.kind, j.payload, j.attempts, j.started_at IS NOT NULL AS started, j.max_attempts, j.retry::text AS retry, j.timeout_ms,
                 (extract(epoch FROM j.created_at) * 1000)::float8 AS created_at_ms,
-                j.checkpoint::text AS checkpoint`;
+                j.checkpoint::text AS checkpoint, j.locked_until
+      ), lease AS (${recordLease(s, "$2", "claimed")})
+      SELECT c.id, c.priority, c.run_at_ms, c.kind, c.payload, c.attempts, c.started, c.max_attempts, c.retry, c.timeout_ms, c.created_at_ms, c.checkpoint,
+             (SELECT id FROM lease) AS lease
+      FROM claimed c`;
+}
+
+/**
+ * An INSERT of one lease record (migration 021) for worker `worker` (a parameter) holding
+ * the rows of CTE `rows` (id, locked_until): their ids, and the earliest of their leases.
+ * No record when there is no row. Returns its id.
+ */
+function recordLease(s: string, worker: string, rows: string): string {
+  return `
+        INSERT INTO ${s}.leases (worker, locked_until, ids)
+        SELECT ${worker}, min(r.locked_until), array_agg(r.id) FROM ${rows} r WHERE r.locked_until IS NOT NULL HAVING count(*) > 0
+        RETURNING id`;
 }
 
 function build(s: string, channel: string, waitChannel: string): Queries {
@@ -256,9 +280,10 @@ function build(s: string, channel: string, waitChannel: string): Queries {
      * rows: id, kind, payload, attempts, started, max_attempts, retry (as text: decoded
      * per job by the worker), timeout_ms (null: the kind's), priority, run_at_ms, created_at_ms (epoch milliseconds: a float is
      * cheaper to send and to read than a timestamptz), checkpoint (as text, NULL for a job
-     * that never saved one: a NULL costs the reply four bytes and the worker nothing)
+     * that never saved one: a NULL costs the reply four bytes and the worker nothing),
+     * lease (the id of the batch's lease record: see claimUpdate)
      */
-    claim: statement(claimUpdate(jobs, `
+    claim: statement(claimUpdate(s, `
         SELECT ctid FROM ${jobs}
         WHERE ${claimable}
         ORDER BY priority DESC, run_at, id
@@ -280,20 +305,23 @@ function build(s: string, channel: string, waitChannel: string): Queries {
      * floor's priority from the floor on, lower priorities. Each is a subquery with its own
      * ORDER BY and row locks, so none is merged into one scan, and UNION ALL runs them one
      * after another (Append: no parallel plan for a statement that locks rows), the LIMIT
-     * stopping the first that fills the batch: no row is locked that is not claimed.
+     * stopping the first that fills the batch: no row is locked that is not claimed. Each
+     * range has the batch's LIMIT too, which changes no result but tells the planner that
+     * only the first rows are read: costed whole, on half-empty pages (migration 021's
+     * fillfactor), the generic plan read the other two ranges as a bitmap and a sort.
      * Same parameters $1-$7 and rows as claim.
      */
-    claimFrom: statement(claimUpdate(jobs, `
+    claimFrom: statement(claimUpdate(s, `
         SELECT ctid FROM (SELECT ctid FROM ${jobs} WHERE ${claimable} AND priority > $8::int
-                          ORDER BY priority DESC, run_at, id FOR UPDATE SKIP LOCKED) AS higher
+                          ORDER BY priority DESC, run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED) AS higher
         UNION ALL
         SELECT ctid FROM (SELECT ctid FROM ${jobs} WHERE ${claimable} AND priority = $8::int
                             AND (run_at, id) >= (CASE WHEN ${floorAt} < ${slackAt} THEN ${floorAt} ELSE ${slackAt} END,
                                                  CASE WHEN ${floorAt} < ${slackAt} THEN $10::bigint ELSE 0 END)
-                          ORDER BY run_at, id FOR UPDATE SKIP LOCKED) AS floor
+                          ORDER BY run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED) AS floor
         UNION ALL
         SELECT ctid FROM (SELECT ctid FROM ${jobs} WHERE ${claimable} AND priority < $8::int
-                          ORDER BY priority DESC, run_at, id FOR UPDATE SKIP LOCKED) AS lower
+                          ORDER BY priority DESC, run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED) AS lower
         LIMIT $1`)),
 
     /*
@@ -457,16 +485,23 @@ function build(s: string, channel: string, waitChannel: string): Queries {
      * rows are held like started ones. A job cancelled while this worker held it (see
      * cancel) comes back once with cancelled = true, and lets go of its worker.
      * $1 id bigint[], $2 {id: attempt} (JSON, see byId), $3 worker id, $4 kind → lease
-     * ms (JSON), $5 default lease ms; rows: id, attempts, cancelled
+     * ms (JSON), $5 default lease ms, $6 the ids of this worker's lease records it replaces
+     * (migration 021: its claims' and its last heartbeat's, which it heard back from) with one
+     * record of the leases it extends; rows: id, attempts, cancelled, lease (the new record's id)
      */
     heartbeat: statement(`
-      UPDATE ${jobs} j
-      SET locked_until = CASE WHEN j.status = 'running'
-                              THEN now() + coalesce(($4::jsonb ->> j.kind)::float8, $5::float8) * interval '1 millisecond' END,
-          locked_by = CASE WHEN j.status = 'running' THEN j.locked_by END
-      WHERE j.id = ANY($1::bigint[]) AND ${heldAttempt} = ($2::jsonb ->> j.id::text)::int
-        AND j.status IN ('running', 'cancelled') AND j.locked_by = $3
-      RETURNING j.id, ${heldAttempt} AS attempts, j.status = 'cancelled' AS cancelled`),
+      WITH beat AS (
+        UPDATE ${jobs} j
+        SET locked_until = CASE WHEN j.status = 'running'
+                                THEN now() + coalesce(($4::jsonb ->> j.kind)::float8, $5::float8) * interval '1 millisecond' END,
+            locked_by = CASE WHEN j.status = 'running' THEN j.locked_by END
+        WHERE j.id = ANY($1::bigint[]) AND ${heldAttempt} = ($2::jsonb ->> j.id::text)::int
+          AND j.status IN ('running', 'cancelled') AND j.locked_by = $3
+        RETURNING j.id, ${heldAttempt} AS attempts, j.status = 'cancelled' AS cancelled, j.locked_until
+      ), replaced AS (
+        DELETE FROM ${s}.leases WHERE id = ANY($6::bigint[]) AND worker = $3
+      ), lease AS (${recordLease(s, "$3", "beat")})
+      SELECT id, attempts, cancelled, (SELECT id FROM lease) AS lease FROM beat`),
 
     /*
      * rescue — returns up to $1 jobs whose lease expired (their worker died or overran)
@@ -478,25 +513,39 @@ function build(s: string, channel: string, waitChannel: string): Queries {
      * before the start is written would look unstarted every time: after
      * maxUnstartedRefunds such entries an expired reservation is charged like any other.
      * A running row without a lease (written before migration 007's check) counts as
-     * expired. rows: id, status
+     * expired.
+     * Where: the lease records (migration 021) due now, up to $2 of them, are taken (deleted);
+     * among their ids, the jobs still running whose own lease ran out are rescued, and those
+     * still running with a later lease (extended by a heartbeat since, or a batch whose leases
+     * differ by kind), or held by another statement now, are recorded again. With $3 (true
+     * now and then: see src/maintenance/rescuer.ts) every running job not finished is looked
+     * at too: the jobs claimed by workers that keep no records (the seed's claim in plain SQL,
+     * or errand before 021), which are recorded that way while their lease lasts.
+     * rows: id, status
      */
     rescue: statement(
       counted(
         s,
         waitChannel,
-        `lapsed AS (
-        SELECT id FROM ${jobs}
-        WHERE status = 'running' AND locked_until < now()
-        ORDER BY locked_until
-        LIMIT $1
-        FOR UPDATE SKIP LOCKED
-      ), unleased AS (
-        SELECT id FROM ${jobs}
-        WHERE status = 'running' AND locked_until IS NULL
-        LIMIT $1
-        FOR UPDATE SKIP LOCKED
+        `due AS (
+        DELETE FROM ${s}.leases l
+        WHERE l.id = ANY(ARRAY(SELECT id FROM ${s}.leases WHERE locked_until < now() ORDER BY locked_until LIMIT $2 FOR UPDATE SKIP LOCKED))
+        RETURNING l.ids
+      ), candidates AS (
+        SELECT unnest(ids) AS id FROM due
+        UNION
+        SELECT id FROM ${jobs} WHERE $3::boolean AND outcome IS NULL AND status = 'running'
       ), expired AS (
-        SELECT id FROM lapsed UNION ALL SELECT id FROM unleased
+        SELECT id FROM ${jobs}
+        WHERE id IN (SELECT id FROM candidates) AND status = 'running' AND (locked_until IS NULL OR locked_until < now())
+        ORDER BY locked_until NULLS FIRST
+        LIMIT $1
+        FOR UPDATE SKIP LOCKED
+      ), kept AS (
+        INSERT INTO ${s}.leases (worker, locked_until, ids)
+        SELECT coalesce(j.locked_by, '?'), min(j.locked_until), array_agg(j.id) FROM ${jobs} j
+        WHERE j.id IN (SELECT id FROM candidates) AND j.id NOT IN (SELECT id FROM expired) AND j.status = 'running' AND j.locked_until IS NOT NULL
+        GROUP BY j.locked_by
       ), held AS MATERIALIZED (
         SELECT j.id, j.attempts, j.max_attempts, coalesce(j.locked_by, '?') AS worker,
                j.started_at IS NULL

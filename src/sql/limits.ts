@@ -42,7 +42,7 @@ function build(s: string, channel: string): LimitQueries {
      * only on that row)
      */
     claimKeyed: statement(`
-      SELECT c.*, CASE WHEN c.id IS NULL THEN EXISTS (SELECT 1 FROM ${s}.jobs r WHERE r.status = 'ready' AND r.queue = $6::text AND r.concurrency_key IS NOT NULL) END AS keyed_ready
+      SELECT c.*, CASE WHEN c.id IS NULL THEN EXISTS (SELECT 1 FROM ${s}.jobs r WHERE r.status = 'ready' AND r.outcome IS NULL AND r.queue = $6::text AND r.concurrency_key IS NOT NULL) END AS keyed_ready
       FROM ${s}.claim_keyed($1::int, $2::text, $3::jsonb, $4::float8, $5::text, $6::text, $7::text[]) c`),
 
     /* announceKeyed — the keyed notice (see keyedNotice), sent after an insert of keyed jobs; delivered at commit */
@@ -56,12 +56,16 @@ function build(s: string, channel: string): LimitQueries {
 
     /*
      * setQueue — $1 queue, $2 concurrency; tells the workers (the pause notice: they read
-     * their queues' pauses and limits again). rows: none
+     * their queues' pauses and limits again). The queue's jobs running now count against it:
+     * those an unlimited claim started are marked (queue_running, migration 021). rows: none
      */
     setQueue: statement(`
       WITH set AS (
         INSERT INTO ${s}.queue_limits (queue, concurrency) VALUES ($1, $2)
         ON CONFLICT (queue) DO UPDATE SET concurrency = EXCLUDED.concurrency, updated_at = now() RETURNING 1
+      ), counted AS (
+        UPDATE ${s}.jobs SET queue_running = queue
+        WHERE queue = $1 AND outcome IS NULL AND status = 'running' AND queue_running IS NULL
       )
       SELECT (SELECT pg_notify('${channel}', '${pauseNotice}') FROM set) IS NULL AS notified`),
 
@@ -71,12 +75,13 @@ function build(s: string, channel: string): LimitQueries {
       SELECT pg_notify('${channel}', '${pauseNotice}') IS NULL AS notified FROM removed`),
 
     /*
-     * listQueues — every queue limit with its running jobs (through jobs_leased).
+     * listQueues — every queue limit with its running jobs (through jobs_queue_running: the jobs
+     * its limited claims started, and the keyed ones).
      * rows: queue, concurrency, running
      */
     listQueues: statement(`
       SELECT l.queue, l.concurrency,
-             (SELECT count(*) FROM ${s}.jobs j WHERE j.locked_until IS NOT NULL AND j.status = 'running' AND j.queue = l.queue) AS running
+             (SELECT count(*) FROM ${s}.jobs j WHERE j.queue_running = l.queue) AS running
       FROM ${s}.queue_limits l ORDER BY l.queue`),
 
     /* set — $1 key, $2 concurrency, $3 rate_count, $4 rate_period_ms (each NULL for none) */
@@ -98,11 +103,11 @@ function build(s: string, channel: string): LimitQueries {
     list: statement(`
       SELECT l.key, l.concurrency, l.rate_count, l.rate_period_ms,
              (SELECT count(*) FROM ${s}.jobs j WHERE j.key_running IS NOT NULL AND ${covers}) AS running,
-             (SELECT count(*) FROM ${s}.jobs j WHERE j.status = 'ready' AND j.concurrency_key IS NOT NULL AND ${covers}) AS ready,
+             (SELECT count(*) FROM ${s}.jobs j WHERE j.status = 'ready' AND j.outcome IS NULL AND j.concurrency_key IS NOT NULL AND ${covers}) AS ready,
              CASE WHEN l.rate_count IS NULL THEN 0 ELSE (
                SELECT coalesce(sum(d.n), 0) FROM (
                  SELECT j.concurrency_key AS k, count(*) AS n FROM ${s}.jobs j
-                 WHERE j.status = 'ready' AND j.concurrency_key IS NOT NULL AND ${covers} AND j.run_at <= now() GROUP BY 1) d
+                 WHERE j.status = 'ready' AND j.outcome IS NULL AND j.concurrency_key IS NOT NULL AND ${covers} AND j.run_at <= now() GROUP BY 1) d
                WHERE (SELECT count(*) FROM ${s}.jobs r WHERE r.concurrency_key = d.k
                         AND r.key_started_at > now() - l.rate_period_ms * interval '1 millisecond') >= l.rate_count) END AS rate_held
       FROM ${s}.limits l ORDER BY l.key`),

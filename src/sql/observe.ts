@@ -24,7 +24,7 @@ function build(s: string): ObserveQueries {
   return {
     /*
      * stats — every figure per kind in one round trip. Each arm reads one partial index
-     * (jobs_ready_plain and jobs_ready_keyed, one branch each; jobs_leased, jobs_outcome_dead) or a small counter table, so the cost grows
+     * (the waiting and running jobs through jobs_open_plain and jobs_open_keyed, one branch each; jobs_outcome_dead) or a small counter table, so the cost grows
      * with the backlog (ready, running, dead), never with the done or cancelled history.
      * A run_at of -infinity (possible from plain SQL) counts as ready but has no age:
      * subtracting it fails on PostgreSQL before 16, and an infinite age is no figure.
@@ -45,17 +45,16 @@ function build(s: string): ObserveQueries {
              sum(x.timed_out_1h) AS timed_out_1h, sum(x.cancelled_1h) AS cancelled_1h
       FROM (SELECT now() AS at) n
       LEFT JOIN (
-        SELECT kind, count(*) FILTER (WHERE run_at <= now()) AS ready, count(*) FILTER (WHERE run_at > now()) AS scheduled,
-               min(run_at) FILTER (WHERE run_at <= now() AND isfinite(run_at)) AS oldest,
-               0 AS running, 0 AS expired, 0 AS dead, 0 AS done, 0 AS cancelled,
+        SELECT kind, count(*) FILTER (WHERE status = 'ready' AND run_at <= now()) AS ready,
+               count(*) FILTER (WHERE status = 'ready' AND run_at > now()) AS scheduled,
+               min(run_at) FILTER (WHERE status = 'ready' AND run_at <= now() AND isfinite(run_at)) AS oldest,
+               count(*) FILTER (WHERE status = 'running') AS running, count(*) FILTER (WHERE status = 'running' AND locked_until < now()) AS expired,
+               0 AS dead, 0 AS done, 0 AS cancelled,
                0 AS done_1m, 0 AS failed_1m, 0 AS died_1m, 0 AS timed_out_1m, 0 AS cancelled_1m,
                0 AS done_1h, 0 AS failed_1h, 0 AS died_1h, 0 AS timed_out_1h, 0 AS cancelled_1h
-        FROM (SELECT kind, run_at FROM ${jobs} WHERE status = 'ready' AND concurrency_key IS NULL
-              UNION ALL SELECT kind, run_at FROM ${jobs} WHERE status = 'ready' AND concurrency_key IS NOT NULL) r
+        FROM (SELECT kind, status, run_at, locked_until FROM ${jobs} WHERE outcome IS NULL AND concurrency_key IS NULL
+              UNION ALL SELECT kind, status, run_at, locked_until FROM ${jobs} WHERE outcome IS NULL AND concurrency_key IS NOT NULL) r
         GROUP BY kind
-        UNION ALL
-        SELECT kind, 0, 0, NULL, count(*), count(*) FILTER (WHERE locked_until < now()), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
-        FROM ${jobs} WHERE status = 'running' AND locked_until IS NOT NULL GROUP BY kind
         UNION ALL
         SELECT kind, 0, 0, NULL, 0, 0, count(*), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
         FROM ${jobs} WHERE outcome = 'dead' GROUP BY kind

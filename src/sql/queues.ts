@@ -63,13 +63,13 @@ function build(s: string, channel: string): QueueQueries {
      * does (one branch each). rows: one, plain_ms and keyed_ms (float8 or NULL)
      */
     nextDue: statement(`
-      SELECT (extract(epoch FROM (SELECT min(run_at) FROM ${jobs} WHERE status = 'ready' AND queue = $1::text AND concurrency_key IS NULL AND kind = ANY($2::text[])) - now()) * 1000)::float8 AS plain_ms,
-             (extract(epoch FROM (SELECT min(run_at) FROM ${jobs} WHERE status = 'ready' AND queue = $1::text AND concurrency_key IS NOT NULL AND kind = ANY($2::text[])) - now()) * 1000)::float8 AS keyed_ms`, true),
+      SELECT (extract(epoch FROM (SELECT min(run_at) FROM ${jobs} WHERE status = 'ready' AND outcome IS NULL AND queue = $1::text AND concurrency_key IS NULL AND kind = ANY($2::text[])) - now()) * 1000)::float8 AS plain_ms,
+             (extract(epoch FROM (SELECT min(run_at) FROM ${jobs} WHERE status = 'ready' AND outcome IS NULL AND queue = $1::text AND concurrency_key IS NOT NULL AND kind = ANY($2::text[])) - now()) * 1000)::float8 AS keyed_ms`, true),
 
     /*
      * queueDepths — per queue: ready (due now), scheduled (due later), running, and
-     * whether it is paused, and its concurrency limit (queue_limits). Reads the ready index and the lease index (jobs_ready_plain and
-     * jobs_ready_keyed, one branch each; jobs_leased), so it costs what the backlog does, never the history; a paused
+     * whether it is paused, and its concurrency limit (queue_limits). Reads the waiting and running jobs (jobs_open_plain and
+     * jobs_open_keyed, one branch each), so it costs what the backlog does, never the history; a paused
      * or limited queue with no jobs is listed too. No params. rows: queue, ready, scheduled, running (bigint
      * strings), paused, concurrency_limit (null: none)
      */
@@ -78,12 +78,11 @@ function build(s: string, channel: string): QueueQueries {
              EXISTS (SELECT 1 FROM ${s}.pauses p WHERE p.scope = 'queue' AND p.name = x.queue) AS paused,
              (SELECT l.concurrency FROM ${s}.queue_limits l WHERE l.queue = x.queue) AS concurrency_limit
       FROM (
-        SELECT queue, count(*) FILTER (WHERE run_at <= now()) AS ready, count(*) FILTER (WHERE run_at > now()) AS scheduled, 0 AS running
-        FROM (SELECT queue, run_at FROM ${jobs} WHERE status = 'ready' AND concurrency_key IS NULL
-              UNION ALL SELECT queue, run_at FROM ${jobs} WHERE status = 'ready' AND concurrency_key IS NOT NULL) r
+        SELECT queue, count(*) FILTER (WHERE status = 'ready' AND run_at <= now()) AS ready,
+               count(*) FILTER (WHERE status = 'ready' AND run_at > now()) AS scheduled, count(*) FILTER (WHERE status = 'running') AS running
+        FROM (SELECT queue, status, run_at FROM ${jobs} WHERE outcome IS NULL AND concurrency_key IS NULL
+              UNION ALL SELECT queue, status, run_at FROM ${jobs} WHERE outcome IS NULL AND concurrency_key IS NOT NULL) r
         GROUP BY queue
-        UNION ALL
-        SELECT queue, 0, 0, count(*) FROM ${jobs} WHERE status = 'running' AND locked_until IS NOT NULL GROUP BY queue
         UNION ALL
         SELECT name, 0, 0, 0 FROM ${s}.pauses WHERE scope = 'queue'
         UNION ALL

@@ -16,10 +16,10 @@ export const testingQueriesFor = memoisePerSchema((schema): TestingQueries => {
   const jobs = `${s}.jobs`;
   return {
     /* anyDue — no params; rows: { due } — true when a ready job is due now (what a claim would take) */
-    anyDue: statement(`SELECT EXISTS (SELECT 1 FROM ${jobs} WHERE status = 'ready' AND run_at <= now()) AS due`),
+    anyDue: statement(`SELECT EXISTS (SELECT 1 FROM ${jobs} WHERE status = 'ready' AND outcome IS NULL AND run_at <= now()) AS due`),
 
     /* dueQueues — no params; rows: queue — the queues with a ready job due now */
-    dueQueues: statement(`SELECT DISTINCT queue FROM ${jobs} WHERE status = 'ready' AND run_at <= now() ORDER BY queue`),
+    dueQueues: statement(`SELECT DISTINCT queue FROM ${jobs} WHERE status = 'ready' AND outcome IS NULL AND run_at <= now() ORDER BY queue`),
 
     /*
      * advance — moves every ready job that is not yet due $1 ms earlier, as if that much
@@ -28,7 +28,7 @@ export const testingQueriesFor = memoisePerSchema((schema): TestingQueries => {
      */
     advance: statement(`
       UPDATE ${jobs} SET run_at = run_at - $1::float8 * interval '1 millisecond'
-      WHERE status = 'ready' AND run_at > now()
+      WHERE status = 'ready' AND outcome IS NULL AND run_at > now()
       RETURNING id`),
 
     /*

@@ -36,8 +36,8 @@ function build(s: string): WorkerQueries {
      */
     unserved: statement(`
       SELECT r.queue, r.kind, count(*) AS ready
-      FROM (SELECT queue, kind FROM ${s}.jobs WHERE status = 'ready' AND concurrency_key IS NULL
-            UNION ALL SELECT queue, kind FROM ${s}.jobs WHERE status = 'ready' AND concurrency_key IS NOT NULL) r
+      FROM (SELECT queue, kind FROM ${s}.jobs WHERE status = 'ready' AND outcome IS NULL AND concurrency_key IS NULL
+            UNION ALL SELECT queue, kind FROM ${s}.jobs WHERE status = 'ready' AND outcome IS NULL AND concurrency_key IS NOT NULL) r
       WHERE NOT EXISTS (SELECT 1 FROM ${s}.workers w
                         WHERE w.seen_at > now() - interval '${workerStaleSeconds} seconds' AND r.queue = ANY(w.queues) AND r.kind = ANY(w.kinds))
       GROUP BY r.queue, r.kind

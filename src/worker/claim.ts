@@ -27,6 +27,8 @@ export interface ClaimRow extends KeyRow {
   created_at_ms: number;
   /** jsonb as text (a checkpoint may be a JSON string), null for a job that never saved one. */
   checkpoint: string | null;
+  /** The claim's lease record (migration 021); absent from the rows of a schema before it. */
+  lease?: string | number | null;
 }
 
 /** One claimed row as a job; `error` says why it cannot run (it fails alone, the batch runs). */
@@ -63,6 +65,7 @@ export function decodeClaimRow(row: ClaimRow, policyFor: (kind: string) => Retry
     createdAt: new Date(Number(row.created_at_ms)),
     // jsonb's text is always JSON: parsing it cannot fail.
     lastCheckpoint: row.checkpoint === null ? undefined : (JSON.parse(row.checkpoint) as Json),
+    lease: row.lease === null || row.lease === undefined ? undefined : String(row.lease),
   };
   return { job, error };
 }

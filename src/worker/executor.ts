@@ -24,6 +24,8 @@ export interface ClaimedJob {
   readonly timeoutMs?: number | null;
   /** The state an earlier attempt saved with `ctx.checkpoint()`, if any. */
   readonly lastCheckpoint?: Json | undefined;
+  /** The id of the lease record its claim wrote (migration 021), which the heartbeat replaces. */
+  readonly lease?: string | undefined;
 }
 
 /** What a handler's context writes to the database on its own (see src/worker/run-writes.ts). */

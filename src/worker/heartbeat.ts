@@ -61,7 +61,8 @@ export class Heartbeat {
   /** Extends the leases of every job this worker holds; aborts handlers whose lease is gone. Never rejects. */
   async beat(): Promise<void> {
     const held = this.#jobs.held();
-    if (held.length === 0) return;
+    const records = this.#local.records();
+    if (held.length === 0 && records.length === 0) return;
     const sentAt = this.#clock.now();
     let kept: Set<string>;
     let cancelled: Set<string> | undefined;
@@ -69,7 +70,16 @@ export class Heartbeat {
       const ids = held.map((j) => j.id);
       const attempts = byId(ids, held.map((j) => j.attempt));
       const { leasesByKind, leaseMs } = this.#settings;
-      const { rows } = await this.#driver.run<{ id: string; attempts: number; cancelled: boolean }>(this.#queries.heartbeat, [ids, attempts, this.#workerId, leasesByKind, leaseMs]);
+      const { rows } = await this.#driver.run<{ id: string; attempts: number; cancelled: boolean; lease: string | null }>(this.#queries.heartbeat, [
+        ids,
+        attempts,
+        this.#workerId,
+        leasesByKind,
+        leaseMs,
+        records,
+      ]);
+      const lease = rows.find((row) => row.lease !== null)?.lease;
+      this.#local.recorded(records, lease === undefined || lease === null ? undefined : String(lease));
       kept = new Set();
       for (const row of rows) {
         if (row.cancelled) (cancelled ??= new Set()).add(`${row.id}/${row.attempts}`);

@@ -10,6 +10,8 @@ import type { ClaimedJob } from "./executor.js";
 export class LocalLeases {
   readonly #until = new Map<ClaimedJob, number>();
   readonly #leaseFor: (kind: string) => number;
+  /** The ids of this worker's lease records in the database (migration 021) that its next heartbeat replaces. */
+  readonly #records = new Set<string>();
 
   constructor(leaseFor: (kind: string) => number) {
     this.#leaseFor = leaseFor;
@@ -17,7 +19,26 @@ export class LocalLeases {
 
   /** Records freshly claimed jobs; `sentAt` is when the claim statement was sent. */
   claimed(jobs: readonly ClaimedJob[], sentAt: number): void {
-    for (const job of jobs) this.#until.set(job, sentAt + this.#leaseFor(job.kind));
+    for (const job of jobs) {
+      this.#until.set(job, sentAt + this.#leaseFor(job.kind));
+      if (job.lease !== undefined) this.#records.add(job.lease);
+    }
+  }
+
+  /**
+   * The lease records the next heartbeat replaces: every one this worker heard of, the
+   * claims' and the last heartbeat's. A record left behind (a heartbeat that failed, a
+   * worker that stopped) is harmless: the rescuer reads it when it is due, as it does a dead
+   * worker's, and deletes it.
+   */
+  records(): string[] {
+    return [...this.#records];
+  }
+
+  /** A heartbeat replaced `replaced` with the record `by` (undefined: none, it extended no lease). */
+  recorded(replaced: readonly string[], by: string | undefined): void {
+    for (const id of replaced) this.#records.delete(id);
+    if (by !== undefined) this.#records.add(by);
   }
 
   /** Moves the deadline of the jobs a heartbeat (sent at `sentAt`) extended. */

@@ -33,7 +33,7 @@ describe("migrations", () => {
       await report.query("BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM pg_class");
       const errand = await Errand.open({ connectionString: url, schema, poolSize: 1 });
       await errand.close();
-      const { rows } = await admin.query(`SELECT count(*)::int AS n FROM pg_indexes WHERE schemaname = $1 AND indexname = 'jobs_ready_plain'`, [schema]);
+      const { rows } = await admin.query(`SELECT count(*)::int AS n FROM pg_indexes WHERE schemaname = $1 AND indexname = 'jobs_open_plain'`, [schema]);
       expect(rows[0].n).toBe(1);
     } finally {
       await report.end();
@@ -41,7 +41,7 @@ describe("migrations", () => {
     }
   });
 
-  it("uses the ready-jobs partial index for the claim", async () => {
+  it("uses the open-jobs partial index for the claim", async () => {
     const schema = freshSchema();
     const errand = await Errand.open({ connectionString: url, schema, poolSize: 2 });
     try {
@@ -49,10 +49,10 @@ describe("migrations", () => {
       await admin.query(`INSERT INTO ${schema}.jobs (kind, status, finished_at) SELECT 'old', 'done', now() FROM generate_series(1, 20000)`);
       await errand.enqueueMany(Array.from({ length: 50 }, (_, i) => ({ kind: "new", payload: { i } })));
       await admin.query(`ANALYZE ${schema}.jobs`);
-      const { rows } = await admin.query(`EXPLAIN SELECT id FROM ${schema}.jobs WHERE status = 'ready' AND queue = 'default' AND concurrency_key IS NULL AND run_at <= now()
+      const { rows } = await admin.query(`EXPLAIN SELECT id FROM ${schema}.jobs WHERE status = 'ready' AND outcome IS NULL AND queue = 'default' AND concurrency_key IS NULL AND run_at <= now()
         ORDER BY priority DESC, run_at, id LIMIT 10 FOR UPDATE SKIP LOCKED`);
       const plan = rows.map((r: { "QUERY PLAN": string }) => r["QUERY PLAN"]).join("\n");
-      expect(plan).toMatch(/Index Scan using jobs_ready_plain/);
+      expect(plan).toMatch(/Index Scan using jobs_open_plain/);
       expect(plan).not.toMatch(/Seq Scan/);
     } finally {
       await errand.close();

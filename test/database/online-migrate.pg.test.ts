@@ -108,9 +108,9 @@ describe("a migration run on a big table", () => {
       expect(Number(size!.bytes)).toBeGreaterThanOrEqual(8 * 1024 * 1024);
 
       // A concurrent build that fails (here on duplicates) leaves its index behind, INVALID.
-      await admin.query(`DROP INDEX ${schema}.jobs_ready_plain`);
-      await expect(admin.query(`CREATE UNIQUE INDEX CONCURRENTLY jobs_ready_plain ON ${schema}.jobs (kind)`)).rejects.toThrow(/duplicate|unique/i);
-      expect((await indexes(schema)).jobs_ready_plain).toEqual({ valid: false, def: expect.stringContaining("UNIQUE") as unknown });
+      await admin.query(`DROP INDEX ${schema}.jobs_open_plain`);
+      await expect(admin.query(`CREATE UNIQUE INDEX CONCURRENTLY jobs_open_plain ON ${schema}.jobs (kind)`)).rejects.toThrow(/duplicate|unique/i);
+      expect((await indexes(schema)).jobs_open_plain).toEqual({ valid: false, def: expect.stringContaining("UNIQUE") as unknown });
 
       expect(await migrate(driver, schema)).toEqual([]);
       expect(await indexes(schema)).toEqual(before);

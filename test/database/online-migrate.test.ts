@@ -19,11 +19,11 @@ describe("a migration run that was interrupted", () => {
   it("rebuilds an index a failed concurrent build left invalid, and builds a missing one", async () => {
     const before = await indexes();
     await t.errand.enqueueMany([{ kind: "same", payload: {} }, { kind: "same", payload: {} }]);
-    await t.sql(`DROP INDEX ${t.schema}.jobs_ready_plain`);
+    await t.sql(`DROP INDEX ${t.schema}.jobs_open_plain`);
     await t.sql(`DROP INDEX ${t.schema}.jobs_batch`);
     // A concurrent build that fails (here on duplicates) leaves its index behind, INVALID.
-    await expect(t.sql(`CREATE UNIQUE INDEX CONCURRENTLY jobs_ready_plain ON ${t.schema}.jobs (kind)`)).rejects.toThrow(/duplicate|unique/i);
-    expect((await indexes()).jobs_ready_plain?.valid).toBe(false);
+    await expect(t.sql(`CREATE UNIQUE INDEX CONCURRENTLY jobs_open_plain ON ${t.schema}.jobs (kind)`)).rejects.toThrow(/duplicate|unique/i);
+    expect((await indexes()).jobs_open_plain?.valid).toBe(false);
 
     expect(await t.errand.migrate()).toEqual([]);
     expect(await indexes()).toEqual(before);

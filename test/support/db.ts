@@ -52,6 +52,19 @@ export interface TestErrand {
   cleanup(): Promise<void>;
 }
 
+/**
+ * SQL time travel: the leases of the running jobs `ids` (all of them when omitted) ran out
+ * `ago` ago, in the jobs and in the lease records the rescuer reads (migration 021); a job
+ * that has none (written by plain SQL) gets one, as a worker that claimed it would have left.
+ */
+export async function expireLeases(t: Pick<TestErrand, "sql" | "schema">, ids?: readonly string[], ago = "1 minute"): Promise<void> {
+  const expired = await t.sql<{ id: string }>(
+    `UPDATE ${t.schema}.jobs SET locked_until = now() - interval '${ago}' WHERE status = 'running' AND ($1::bigint[] IS NULL OR id = ANY($1::bigint[])) RETURNING id`,
+    [ids ?? null],
+  );
+  await t.sql(`INSERT INTO ${t.schema}.leases (worker, locked_until, ids) VALUES ('test', now() - interval '${ago}', $1::bigint[])`, [expired.map((row) => row.id)]);
+}
+
 /** A schema name no other test uses (`t_` and 12 hex digits). */
 export function freshSchema(): string {
   return `t_${randomBytes(6).toString("hex")}`;

@@ -117,7 +117,7 @@ describe("the claim floor, with a transaction beside the worker", () => {
         const rescueWaiting = async () =>
           (
             await admin.query(
-              `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%lapsed AS%' AND query LIKE $1
+              `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%candidates AS%' AND query LIKE $1
                  AND clock_timestamp() - xact_start > $2 * interval '3 milliseconds'`,
               [`%${schema}%`, claimFloorSlackMs],
             )

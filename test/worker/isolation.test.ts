@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ErrandError, PermanentError, isolated, type IsolatedHandler, type IsolationMode, type JobContext, type Json } from "../../src/index.js";
 import { startMetricsServer } from "../../src/metrics.js";
 import { isSnooze } from "../../src/outcomes.js";
-import { type TestErrand, eventually, testErrand } from "../support/db.js";
+import { type TestErrand, eventually, expireLeases, testErrand } from "../support/db.js";
 import { root } from "../support/process.js";
 
 // Isolated handlers run in threads and child processes, which load JavaScript only: the
@@ -183,7 +183,8 @@ describe.each(modes)("a worker with an isolated kind that blocks forever (%s)", 
 
       // Another worker's rescuer takes the first job (its lease ran out): the heartbeat
       // finds it gone and terminates the handler; one attempt allowed, so it is dead.
-      await t.sql(`UPDATE ${t.schema}.jobs SET locked_by = 'stalled', locked_until = now() - interval '1 second' WHERE id = $1`, [lost.id]);
+      await t.sql(`UPDATE ${t.schema}.jobs SET locked_by = 'stalled' WHERE id = $1`, [lost.id]);
+      await expireLeases(t, [lost.id], "1 second");
       expect(await worker.rescue()).toEqual({ ready: 0, dead: 1 });
       await eventually(() => spin.running === 1, 10_000, "the lost job's handler to be terminated");
       if (mode === "process") await eventually(() => !alive(pid("lost")), 5_000, "the lost job's process to be gone");

@@ -75,7 +75,7 @@ describe("batch statement plans", () => {
             firstReady: { text: q.firstReady.text, args: `'default', '{k}'::text[]` },
             floorHint: { text: q.floorHint.text, args: `'default'` },
             start: { text: q.start.text, args: `${idArray}, ${json(rows.map((r) => r.attempts))}, 'w'` },
-            heartbeat: { text: q.heartbeat.text, args: `${idArray}, ${json(rows.map((r) => r.attempts))}, 'w', '{}'::jsonb, 60000` },
+            heartbeat: { text: q.heartbeat.text, args: `${idArray}, ${json(rows.map((r) => r.attempts))}, 'w', '{}'::jsonb, 60000, '{}'::bigint[]` },
             complete: { text: q.complete.text, args: `${idArray}, ${json(rows.map((r) => r.attempts))}, 'w'` },
             fail: { text: q.fail.text, args: `${idArray}, ${json(rows.map((r) => [r.attempts, 1000, false, "boom"]))}, 'w'` },
             release: { text: q.release.text, args: `${idArray}, ${json(rows.map((r) => [r.attempts, 0]))}, 'w'` },
@@ -84,7 +84,7 @@ describe("batch statement plans", () => {
           const claim = await plan(c, "claim", statements.claim.args);
           // The claim reads the ready index (in order, or as a bitmap and a sort while the
           // statistics have never seen a ready job) and updates the locked rows by ctid.
-          expect(claim).toMatch(/Index Scan (using|on) jobs_ready/);
+          expect(claim).toMatch(/Index Scan (using|on) jobs_open/);
           expect(claim).toMatch(/Tid Scan on jobs j/);
           expect(claim).not.toMatch(/Seq Scan|Join/);
           // From a floor: the three ranges of the ready index read one after another in
@@ -92,12 +92,12 @@ describe("batch statement plans", () => {
           const claimFrom = await plan(c, "claimFrom", statements.claimFrom.args);
           expect(claimFrom).toMatch(/Append/);
           expect(claimFrom).not.toMatch(/Merge Append|Sort|Seq Scan|Join/);
-          expect(claimFrom.match(/Index Scan using jobs_ready_plain/g)).toHaveLength(3);
+          expect(claimFrom.match(/Index Scan using jobs_open_plain/g)).toHaveLength(3);
           expect(claimFrom).toMatch(/Index Cond: [^\n]*ROW\(run_at, id\) >=/);
           // The floor's probe reads the ready index in claim order to its first match; the
           // hint, done_jobs' last 1,000 by their finished_at index, backwards.
           const firstReady = await plan(c, "firstReady", statements.firstReady.args);
-          expect(firstReady).toMatch(/Index Scan using jobs_ready_plain/);
+          expect(firstReady).toMatch(/Index Scan using jobs_open_plain/);
           expect(firstReady).not.toMatch(/Sort|Seq Scan|Bitmap/);
           const floorHint = await plan(c, "floorHint", statements.floorHint.args);
           expect(floorHint).toMatch(/Index Scan Backward using done_jobs_finished/);

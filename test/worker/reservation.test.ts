@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { maxUnstartedRefunds } from "../../src/sql/jobs.js";
-import { eventually, useTestErrand } from "../support/db.js";
+import { eventually, expireLeases, useTestErrand } from "../support/db.js";
 
 // An attempt is spent when a handler starts, not when a job is claimed ahead into a
 // worker's buffer: jobs that never ran must not be buried.
@@ -18,8 +18,6 @@ const rows = () =>
   t.sql<Row>(`SELECT id::text, status, attempts, started_at IS NOT NULL AS started, last_error, errors FROM ${t.schema}.all_jobs j ORDER BY j.id`);
 /** A handler that runs until its signal aborts it (a worker's stop with no timeout). */
 const untilAborted = (_: unknown, ctx: { signal: AbortSignal }) => new Promise<void>((resolve) => ctx.signal.addEventListener("abort", () => resolve()));
-/** SQL time travel: every lease ran out a minute ago. */
-const expireLeases = () => t.sql(`UPDATE ${t.schema}.jobs SET locked_until = now() - interval '1 minute' WHERE status = 'running'`);
 
 describe("jobs claimed ahead", () => {
   it("spend no attempt until they start, and come back unspent when their lease expires", async () => {
@@ -34,7 +32,7 @@ describe("jobs claimed ahead", () => {
     expect(held.map((r) => [r.attempts, r.started])).toEqual([[1, true], ...Array.from({ length: 4 }, () => [0, false])]);
 
     // The worker loses the database for longer than the lease: its leases run out.
-    await expireLeases();
+    await expireLeases(t);
     const rescuer = t.errand.worker({ handlers: { quick: async (_: unknown, ctx) => void ran.push(ctx.id) } });
     expect(await rescuer.rescue()).toEqual({ ready: 4, dead: 1 });
     const after = await rows();
@@ -81,7 +79,7 @@ describe("jobs claimed ahead", () => {
     expect((await t.errand.getJob(slow!.id))!.startedAt).not.toBeNull();
 
     // A started job whose lease expires is charged as always.
-    await expireLeases();
+    await expireLeases(t);
     expect(await t.errand.worker({ handlers: {} }).rescue()).toEqual({ ready: 0, dead: 1 });
     release();
     await worker.stop();
@@ -92,8 +90,10 @@ describe("jobs claimed ahead", () => {
     const { id } = await t.errand.enqueue("k", {}, { maxAttempts: 1 });
     const rescuer = t.errand.worker({ handlers: {} });
     /** What a worker that died right after claiming it ahead leaves behind. */
-    const reserveAndExpire = () =>
-      t.sql(`UPDATE ${t.schema}.jobs SET status = 'running', started_at = NULL, locked_by = 'gone', locked_until = now() - interval '1 minute' WHERE id = $1`, [id]);
+    const reserveAndExpire = async () => {
+      await t.sql(`UPDATE ${t.schema}.jobs SET status = 'running', started_at = NULL, locked_by = 'gone', locked_until = now() WHERE id = $1`, [id]);
+      await expireLeases(t, [id]);
+    };
     for (let i = 1; i <= maxUnstartedRefunds; i++) {
       await reserveAndExpire();
       expect(await rescuer.rescue()).toEqual({ ready: 1, dead: 0 });
