@@ -86,7 +86,7 @@ async function run(shape, round) {
     }
     await c.query(`INSERT INTO ${s}.jobs (kind, payload) SELECT 'x', jsonb_build_object('i', g) FROM generate_series(1, $1) g`, [jobs]);
     await c.query(`VACUUM ANALYZE ${s}.jobs`);
-    const claim = `WITH next AS (SELECT ctid FROM ${s}.jobs WHERE status = 'ready' AND queue = 'default' AND concurrency_key IS NULL AND run_at <= now()
+    const claim = `WITH next AS (SELECT ctid FROM ${s}.jobs WHERE status = 'ready' AND outcome IS NULL AND queue = 'default' AND concurrency_key IS NULL AND run_at <= now()
         ORDER BY priority DESC, run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED)
       UPDATE ${s}.jobs j SET status = 'running', attempts = j.attempts + 1, locked_by = 'w', locked_until = now() + interval '5 minutes', started_at = now()
       WHERE j.ctid = ANY(ARRAY(SELECT ctid FROM next)) RETURNING j.id, j.kind, j.payload`;

@@ -328,8 +328,8 @@ async function latency(system, ns, { seconds, rate, heldMs = 0 }) {
  * `rows` jobs (kind "bench_history", one per second over the last `rows` seconds, capped
  * at 7 days back, as the pruner keeps) inserted ready and then finished as errand's worker
  * finishes them: 90 % done, moved to done_jobs (migration 018), 10 % dead, marked so in
- * jobs. Every finished row left a dead row version behind in jobs, with its entry in
- * jobs_ready. Autovacuum is off for both tables and nothing analyses them.
+ * jobs. Every finished row left a dead row version behind in jobs, with its entry in the
+ * index of waiting jobs (jobs_open_plain). Autovacuum is off for both tables and nothing analyses them.
  * Returns the seconds the generation took.
  */
 export async function history(ns, rows) {
