@@ -57,7 +57,8 @@ function build(s: string, channel: string): LimitQueries {
     /*
      * setQueue — $1 queue, $2 concurrency; tells the workers (the pause notice: they read
      * their queues' pauses and limits again). The queue's jobs running now count against it:
-     * those an unlimited claim started are marked (queue_running, migration 021). rows: none
+     * those an unlimited claim started are marked (queue_running, migration 021; keyed jobs
+     * were marked by their claim), read through jobs_open_plain. rows: none
      */
     setQueue: statement(`
       WITH set AS (
@@ -65,7 +66,7 @@ function build(s: string, channel: string): LimitQueries {
         ON CONFLICT (queue) DO UPDATE SET concurrency = EXCLUDED.concurrency, updated_at = now() RETURNING 1
       ), counted AS (
         UPDATE ${s}.jobs SET queue_running = queue
-        WHERE queue = $1 AND outcome IS NULL AND status = 'running' AND queue_running IS NULL
+        WHERE queue = $1 AND outcome IS NULL AND concurrency_key IS NULL AND status = 'running' AND queue_running IS NULL
       )
       SELECT (SELECT pg_notify('${channel}', '${pauseNotice}') FROM set) IS NULL AS notified`),
 

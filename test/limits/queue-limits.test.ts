@@ -36,6 +36,28 @@ describe("a global concurrency limit per queue", () => {
     expect(await t.errand.limits.listQueues()).toEqual([{ queue: "email", concurrency: 3, running: 0 }]);
   });
 
+  it("counts the jobs already running when it is set, whichever claim started them", async () => {
+    await t.errand.enqueueMany([
+      { kind: "send", queue: "email" },
+      { kind: "send", queue: "email", concurrencyKey: "tenant:1" },
+      { kind: "send", queue: "email" },
+    ]);
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    // An unlimited worker starts all three: the plain claim leaves queue_running unset.
+    const worker = t.errand.worker({ queues: { email: 3 }, rescueIntervalMs: 0, handlers: { send: () => gate } });
+    await worker.start();
+    try {
+      await eventually(async () => (await statuses()).every((r) => r.status === "running"), 10_000, "all three running");
+      await t.errand.limits.setQueue("email", { concurrency: 2 });
+      expect(await t.errand.limits.listQueues()).toEqual([{ queue: "email", concurrency: 2, running: 3 }]);
+    } finally {
+      release();
+      await worker.stop();
+    }
+    expect(await t.errand.limits.listQueues()).toEqual([{ queue: "email", concurrency: 2, running: 0 }]);
+  });
+
   it("a running worker learns a new limit, and its removal", async () => {
     // What the worker read last about its queues' limits (the read it makes on the notice).
     let limitsRead: boolean | undefined;
