@@ -79,6 +79,7 @@ describe("batch statement plans", () => {
             complete: { text: q.complete.text, args: `${idArray}, ${json(rows.map((r) => r.attempts))}, 'w'` },
             fail: { text: q.fail.text, args: `${idArray}, ${json(rows.map((r) => [r.attempts, 1000, false, "boom"]))}, 'w'` },
             release: { text: q.release.text, args: `${idArray}, ${json(rows.map((r) => [r.attempts, 0]))}, 'w'` },
+            rescue: { text: q.rescue.text, args: "100, 200, true" },
           };
           for (const [name, { text }] of Object.entries(statements)) await c.query(`PREPARE ${name} AS ${text}`);
           const claim = await plan(c, "claim", statements.claim.args);
@@ -102,6 +103,16 @@ describe("batch statement plans", () => {
           const floorHint = await plan(c, "floorHint", statements.floorHint.args);
           expect(floorHint).toMatch(/Index Scan Backward using done_jobs_finished/);
           expect(floorHint).not.toMatch(/Seq Scan/);
+          // The rescuer's sweep of every running job reads the two open indexes, not the
+          // whole table with its history (it did: 770 ms a sweep beside 10,000,000 rows).
+          // Where the statistics say that every row is open, a scan of the small table is
+          // the same work, and the planner may take it.
+          if (state === "a million-row history in miniature") {
+            const rescue = await plan(c, "rescue", statements.rescue.args);
+            expect(rescue).toMatch(/Index Scan using jobs_open_plain/);
+            expect(rescue).toMatch(/jobs_open_keyed/);
+            expect(rescue).not.toMatch(/Seq Scan on jobs/);
+          }
           for (const name of ["heartbeat", "start", "complete", "fail", "release"] as const) {
             const text = await plan(c, name, statements[name].args);
             const shown = `${name}:\n${text.replace(/'[^'\n]{60,}'/g, "'…'")}`;
