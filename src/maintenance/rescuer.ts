@@ -14,7 +14,12 @@ const recordBatch = 200;
  * Every this many runs (and the first), a run also looks at every running job, not only at
  * the lease records due: a job claimed by a worker that keeps no records (the seed's claim
  * in plain SQL, errand before 021) is found that way, up to this many intervals after its
- * lease ran out (5 minutes by default). It reads every waiting and running job.
+ * lease ran out (5 minutes by default). It reads every waiting and running job through the
+ * open indexes. A worker's timed rescuer sweeps first at its second run, one interval after
+ * start: at start the worker's claim floor takes its own first look from the start of the
+ * same index, and where nobody has read that index (a long history never vacuumed) the two
+ * would both fetch the row of every dead entry in it. One interval later the look has
+ * marked those entries dead, and the sweep passes over them.
  */
 export const sweepEvery = 10;
 
@@ -57,11 +62,14 @@ export class Rescuer implements Service<RescueResult> {
   readonly #schema: string;
   readonly #repeater: Repeater;
   #runs = 0;
+  /** Whether the first timed run sweeps (see {@link sweepEvery}): false for a worker's. */
+  readonly #sweepAtStart: boolean;
 
-  constructor(driver: Driver, schema: string, options: RescuerOptions = {}) {
+  constructor(driver: Driver, schema: string, options: RescuerOptions = {}, sweepAtStart = true) {
     checkKeys(options, "", ["intervalMs", "onRescue", "onError"]);
     this.#driver = driver;
     this.#schema = schema;
+    this.#sweepAtStart = sweepAtStart;
     const report = options.onRescue ?? (() => {});
     const fail = options.onError ?? (() => {});
     this.#repeater = new Repeater(() => this.runOnce().then(report, fail), positiveMs(options.intervalMs ?? defaultRescueIntervalMs, "intervalMs"));
@@ -79,6 +87,7 @@ export class Rescuer implements Service<RescueResult> {
 
   /** Rescues now and then every `intervalMs`; resolves after the first run. */
   start(): Promise<void> {
+    if (!this.#sweepAtStart && this.#runs === 0) this.#runs = sweepEvery - 1; // the sweep comes with the next run
     return this.#repeater.start();
   }
 

@@ -96,7 +96,7 @@ export class Worker {
       ...(settings.rescueIntervalMs > 0 ? { intervalMs: settings.rescueIntervalMs } : {}),
       onRescue: (result) => this.#rescued(result),
       onError: (error) => emit({ type: "error", during: "rescue", error }),
-    });
+    }, false);
   }
 
   /** Jobs whose handlers are running now. */

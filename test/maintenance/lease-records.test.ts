@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { sweepEvery } from "../../src/maintenance/rescuer.js";
+import { Rescuer, sweepEvery } from "../../src/maintenance/rescuer.js";
 import { queriesFor } from "../../src/sql/jobs.js";
 import { eventually, useTestErrand } from "../support/db.js";
 
@@ -45,6 +45,23 @@ describe("lease records", () => {
     for (let run = 1; run < sweepEvery; run++) expect(await rescuer.runOnce()).toEqual({ ready: 0, dead: 0 });
     expect(await rescuer.runOnce()).toEqual({ ready: 1, dead: 0 });
     expect(await statuses()).toEqual({ [job!.id]: "ready" });
+  });
+
+  it("are swept by a worker's timed rescuer first at its second run, not beside the claim floor's first look at start", async () => {
+    const [job] = await t.errand.enqueueMany([{ kind: "k", payload: {} }]);
+    await t.sql(
+      `UPDATE ${t.schema}.jobs SET status = 'running', attempts = 1, locked_until = now() - interval '1 minute', started_at = now() WHERE id = $1`,
+      [job!.id],
+    );
+    // As the worker builds it (src/worker/worker.ts); a day's interval: only the runs below happen.
+    const rescuer = new Rescuer(t.errand.driver, t.schema, { intervalMs: 86_400_000 }, false);
+    await rescuer.start(); // resolves after the run at start: records only
+    try {
+      expect(await statuses()).toEqual({ [job!.id]: "running" });
+      expect(await rescuer.runOnce()).toEqual({ ready: 1, dead: 0 }); // the second run sweeps
+    } finally {
+      await rescuer.stop();
+    }
   });
 
   it("of a worker are replaced by each heartbeat with one of the jobs it holds, and gone when it holds none", async () => {
