@@ -18,8 +18,9 @@ const recordBatch = 200;
  * open indexes. A worker's timed rescuer sweeps first at its second run, one interval after
  * start: at start the worker's claim floor takes its own first look from the start of the
  * same index, and where nobody has read that index (a long history never vacuumed) the two
- * would both fetch the row of every dead entry in it. One interval later the look has
- * marked those entries dead, and the sweep passes over them.
+ * would both fetch the row of every dead entry in it. The look goes out one poll interval
+ * after start, so by the second run it has normally marked those entries dead, and the
+ * sweep passes over them.
  */
 export const sweepEvery = 10;
 
