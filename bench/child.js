@@ -1,11 +1,13 @@
 // One measurement in its own process, so each system runs alone and a worker's RSS is
 // its own. Driven by run.js over IPC:
 //   node child.js '{"role":"worker","system":"errand","ns":"…","mode":"best"}'
+//   (with "warm":N: first N jobs elsewhere → {type:"warm"}, then on "go" as without;
+//   with "queue":"q3", errand's worker serves that queue instead of default)
 //   → {type:"ready"}, then {type:"progress",count} every 25 ms, and after "tail" also as soon
 //   as jobs come in; on "stop" → {type:"result",…}
 //   node child.js '{"role":"enqueue-one"|"enqueue-bulk","system":…,"ns":…,"count":N,"batch":B}'
 //   → {type:"result", count, ms}
-import { wallMs } from "./lib/common.js";
+import { sleep, wallMs, warmNamespace } from "./lib/common.js";
 
 const task = JSON.parse(process.argv[2]);
 const adapter = await import(`./systems/${task.system}.js`);
@@ -38,6 +40,33 @@ async function enqueueBulk() {
   await send({ type: "result", count: task.count, ms });
 }
 
+/**
+ * Before the timed worker starts: `jobs` no-op jobs through a worker of the same system and
+ * mode, in the namespace the parent set up for this child (`warmNamespace`), dropped
+ * afterwards. The process's code is then compiled as a long-running worker's is: errand's
+ * first ~25,000 jobs in a process cost up to three times the Node CPU of later ones
+ * (bench/README, round of 2026-12-03, late morning), which a run of 12,500 jobs per process never leaves.
+ */
+async function warmUp(jobs) {
+  const warm = adapter.create(warmNamespace(task.ns, task.index));
+  for (let done = 0; done < jobs; done += 1000) {
+    await warm.enqueueMany(Array.from({ length: Math.min(1000, jobs - done) }, (_, i) => ({ i: done + i })), undefined, task.queue);
+  }
+  const probe = await warm.probe(jobs);
+  const worker = await warm.startWorker(task.mode, () => {}, task.queue);
+  // Stopped once the store shows every job completed, as the timed runs are (a peer may
+  // otherwise still be writing completions on a pool its stop has ended).
+  const deadline = performance.now() + 120_000;
+  for (let left = jobs; left > 0; left = await probe.unfinished()) {
+    if (performance.now() > deadline) throw new Error(`warm-up: ${left} of ${jobs} jobs not completed in 120 s`);
+    await sleep(5);
+  }
+  await probe.close();
+  await worker.stop();
+  await warm.teardown();
+  await warm.close();
+}
+
 async function work() {
   let count = 0;
   let first;
@@ -68,8 +97,14 @@ async function work() {
     eager = true;
     flush();
   });
+  if (task.warm) {
+    const go = new Promise((resolve) => process.on("message", (m) => m === "go" && resolve()));
+    await warmUp(task.warm);
+    await send({ type: "warm" });
+    await go;
+  }
   const startedAt = wallMs();
-  const worker = await system.startWorker(task.mode, onJobs);
+  const worker = await system.startWorker(task.mode, onJobs, task.queue);
   const cpuAtReady = process.cpuUsage();
   await send({ type: "ready", at: wallMs(), startupMs: wallMs() - startedAt });
   const progress = setInterval(() => process.send({ type: "progress", count }), 25);

@@ -17,18 +17,22 @@ export function spawnChild(task) {
   const exited = new Promise((resolve) => child.on("exit", (code) => resolve((exitCode = code))));
   child.on("message", (m) => {
     if (m.type === "progress") handle.count = m.count;
+    else if (m.type === "warm") handle.warm = true;
     else if (m.type === "ready") handle.ready = m;
     else if (m.type === "result") handle.result = m;
   });
-  handle.waitReady = async (timeoutMs = 60_000) => {
+  const waitFor = async (what, timeoutMs) => {
     const deadline = performance.now() + timeoutMs;
-    while (!handle.ready) {
-      if (exitCode !== undefined) throw new Error(`${task.system} ${task.role} exited (${exitCode}) before it was ready`);
-      if (performance.now() > deadline) throw new Error(`${task.system} ${task.role} not ready after ${timeoutMs} ms`);
+    while (!handle[what]) {
+      if (exitCode !== undefined) throw new Error(`${task.system} ${task.role} exited (${exitCode}) before it was ${what}`);
+      if (performance.now() > deadline) throw new Error(`${task.system} ${task.role} not ${what} after ${timeoutMs} ms`);
       await sleep(10);
     }
-    return handle.ready;
+    return handle[what];
   };
+  handle.waitReady = (timeoutMs = 60_000) => waitFor("ready", timeoutMs);
+  /** A child given `warm` jobs: resolves once it has run them; it starts its timed worker on "go". */
+  handle.waitWarm = (timeoutMs = 300_000) => waitFor("warm", timeoutMs);
   handle.stop = () => {
     if (exitCode === undefined) child.send("stop");
     return handle.finish();
@@ -48,15 +52,21 @@ const tailFrom = 0.9;
 
 /**
  * Runs worker children until together they have handled `target` jobs or `capMs` passed,
- * then stops them. `onAllReady`: called (awaited) once every child is ready. `onTail`:
+ * then stops them. `onWarm`: the children warm up first (their tasks' `warm`); called
+ * (awaited) once all have, before they start their timed workers. `onAllReady`: called (awaited) once every child is ready. `onTail`:
  * called (not awaited) when the tail begins. `settle`: called once they have handled
  * `target` jobs, while they still run (they may still be recording completions); they are
  * stopped when it resolves. Returns their results, whether the target was reached, when
  * the first child was ready (wall clock) and what `onAllReady` and `settle` returned.
  */
-export async function runWorkers(tasks, target, capMs, { onAllReady, onTail, settle } = {}) {
+export async function runWorkers(tasks, target, capMs, { onWarm, onAllReady, onTail, settle } = {}) {
   const handles = tasks.map(spawnChild);
   try {
+    if (onWarm) {
+      await Promise.all(handles.map((h) => h.waitWarm()));
+      await onWarm();
+      for (const h of handles) h.child.send("go");
+    }
     await Promise.all(handles.map((h) => h.waitReady()));
     const allReady = await onAllReady?.();
     const deadline = performance.now() + capMs;

@@ -64,6 +64,9 @@ export function dropSchema(schema) {
   return withPg((c) => c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));
 }
 
+/** The namespace in which worker process `index` of a run in `ns` warms up (see warmUp in bench/child.js). */
+export const warmNamespace = (ns, index) => `${ns}_w${index}`;
+
 /** Splits `n` items into chunks of `size`, produced by `make(i)`. */
 export function* chunks(n, size, make) {
   for (let start = 0; start < n; start += size) {

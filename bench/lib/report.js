@@ -125,7 +125,10 @@ export function targets(summary) {
   const committedHigh = Math.min(...(summary.latency_5k?.errand?.runs ?? []).map((run) => run.committedPerSecond ?? 0));
   checks.push({ target: "pickup latency at 5,000 jobs/s offered: p50 ≤ 1 ms, p99 ≤ 3 ms (from commit)", met: p50High != null && p50High <= 1 && p99High <= 3 && committedHigh >= 4_750,
     detail: p50High == null ? "not measured" : `p50 ${p50High.toFixed(1)} ms, p99 ${p99High.toFixed(1)} ms, at ${Math.round(committedHigh ?? 0).toLocaleString("en")} jobs/s committed` });
-  ratio("8 worker processes lose ≤ 10 % against 1 (best settings)", ["eight_workers", "errand"], ["process_best", "errand"], 0.9);
+  // Contention on the claim: warmed processes, as long-running workers are (a cold process's
+  // first ~25,000 jobs cost more Node CPU; 8 cold ones on 12,500 jobs each measure mostly
+  // that). The table keeps the cold pair (eight_workers against process_best).
+  ratio("8 worker processes lose ≤ 10 % against 1 (best settings, each process warmed)", ["eight_workers_warm", "errand"], ["one_worker_warm", "errand"], 0.9);
   const idle = v("idle_workers", "errand");
   checks.push({ target: "50 idle workers add < 2 % of one core of PostgreSQL CPU", met: idle != null && idle < 2, detail: idle == null ? "not measured" : `${idle.toFixed(2)} %` });
   ratio("history, never vacuumed or analysed, within 10 % of the empty table", ["history_raw", "errand"], ["history_empty", "errand"], 0.9);

@@ -1,6 +1,6 @@
 // The scenarios. Each `measure(system, ns, cfg)` sets up a fresh namespace for `system`,
 // measures once and returns { value, ...details }; run.js interleaves systems and runs.
-import { dropSchema, percentile, pgUrl, sleep, wallMs, withPg } from "./common.js";
+import { dropSchema, percentile, pgUrl, sleep, wallMs, warmNamespace, withPg } from "./common.js";
 import { runWorkers, spawnChild } from "./children.js";
 import { backendsOf, cpuBetween, postgresCpu, samplePostgresCpu } from "./pg-cpu.js";
 import { runPgbench } from "./pgbench.js";
@@ -14,13 +14,14 @@ async function adapterFor(system, ns, producer = {}) {
 
 /**
  * Fills the queue with `count` no-op jobs through the system's own bulk API (not timed).
- * `keys`: spread over that many concurrency keys; `batched`: each 1,000 as one batch with a callback (errand).
+ * `keys`: spread over that many concurrency keys; `batched`: each 1,000 as one batch with a callback (errand);
+ * `queue`: into that queue (errand; else its default).
  */
-async function seed(adapter, count, keys, batched) {
+async function seed(adapter, count, keys, batched, queue) {
   for (let done = 0; done < count; done += 1000) {
     const batch = [];
     for (let i = done; i < Math.min(count, done + 1000); i++) batch.push({ i });
-    await (batched ? adapter.enqueueBatch(batch) : adapter.enqueueMany(batch, keys));
+    await (batched ? adapter.enqueueBatch(batch) : adapter.enqueueMany(batch, keys, queue));
   }
 }
 
@@ -134,35 +135,53 @@ async function walSoFar() {
  * in batches of 1,000 with a callback (errand). `before(ns)` runs between setup and filling; `reuse`: the namespace exists (no
  * setup); `keep`: it is not dropped afterwards; `env`: extra environment for the worker processes; `checkpoint`: a
  * CHECKPOINT after `before`, so that the server is not still writing out what it wrote (a generated history) while the run is timed.
+ * `warm`: each worker process first runs that many jobs in a namespace of its own (see warmUp in bench/child.js), set up here.
+ * `queueEach` (errand): worker process i serves queue `q<i>` alone, which holds its share of the jobs: no claim is shared.
  */
-export async function processJobs(system, ns, { count, capMs, mode, workers = 1, before, reuse = false, keep = false, keys, batched = false, env, checkpoint = false }) {
+export async function processJobs(system, ns, { count, capMs, mode, workers = 1, before, reuse = false, keep = false, keys, batched = false, env, checkpoint = false, warm, queueEach = false }) {
   if (system === "pgbench") return pgbenchJobs(ns, { count, clients: mode === "best" ? 4 : 1 });
   const adapter = await adapterFor(system, ns);
   if (!reuse) await adapter.setup();
   if (before) await before(ns);
   if (checkpoint) await withPg((c) => c.query("CHECKPOINT"));
-  await seed(adapter, count, keys, batched);
-  await adapter.close();
-  const tasks = Array.from({ length: workers }, () => ({ role: "worker", system, ns, mode, env }));
-  // PostgreSQL's CPU (every postgres process on this machine, none when the server is
-  // elsewhere) per handled job, in µs, start-up and shutdown included: beside the workers'
-  // own, where a run's CPU goes.
-  // (BullMQ: none, nor WAL below; its store is Redis.)
-  let stopSampling = null;
-  try {
-    if (system !== "bullmq") stopSampling = samplePostgresCpu();
-  } catch {
-    // the server is on another machine: no figure
+  // Here, before any worker runs: graphile-worker's workers stop when another schema of the
+  // database is migrated (its notice of a breaking migration names no schema).
+  for (let index = 0; warm && index < workers; index++) {
+    const warming = await adapterFor(system, warmNamespace(ns, index));
+    await warming.setup();
+    await warming.close();
   }
-  // Connected now and idle until the tail: the run itself carries no polling. One poll
-  // when the tail begins (the last tenth of the jobs) walks the dead index entries the run
-  // has left so far, so that the polls at the end, which time it, find few left to walk.
-  const probe = await adapter.probe(count);
-  const walBefore = system === "bullmq" ? null : await walSoFar();
+  const queueOf = (index) => (queueEach ? `q${index}` : undefined);
+  const tasks = Array.from({ length: workers }, (_, index) => ({ role: "worker", system, ns, mode, env, warm, index, queue: queueOf(index) }));
+  let stopSampling = null;
+  let probe;
+  let walBefore;
+  /** Fills the queue and starts measuring: before the workers start, or once they are warm (nothing of their warm-up counted). */
+  const begin = async () => {
+    if (queueEach) for (let index = 0; index < workers; index++) await seed(adapter, count / workers, keys, batched, queueOf(index));
+    else await seed(adapter, count, keys, batched);
+    await adapter.close();
+    // PostgreSQL's CPU (every postgres process on this machine, none when the server is
+    // elsewhere) per handled job, in µs, start-up and shutdown included: beside the workers'
+    // own, where a run's CPU goes.
+    // (BullMQ: none, nor WAL below; its store is Redis.)
+    try {
+      if (system !== "bullmq") stopSampling = samplePostgresCpu();
+    } catch {
+      // the server is on another machine: no figure
+    }
+    // Connected now and idle until the tail: the run itself carries no polling. One poll
+    // when the tail begins (the last tenth of the jobs) walks the dead index entries the run
+    // has left so far, so that the polls at the end, which time it, find few left to walk.
+    probe = await adapter.probe(count);
+    walBefore = system === "bullmq" ? null : await walSoFar();
+  };
+  if (!warm) await begin();
   let warming;
   let run;
   try {
     run = await runWorkers(tasks, count, capMs, {
+      onWarm: warm ? begin : undefined,
       // Several workers: when the last is ready (see the window below), the jobs left then.
       onAllReady: workers > 1 ? async () => ({ at: wallMs(), unfinished: await probe.unfinished() }) : undefined,
       onTail: () => void (warming = probe.unfinished().catch(() => {})),
@@ -172,7 +191,7 @@ export async function processJobs(system, ns, { count, capMs, mode, workers = 1,
       },
     });
   } finally {
-    await probe.close();
+    await probe?.close();
   }
   const { results, reached, readyAt, allReady, settled } = run;
   const pgSeconds = stopSampling?.();
@@ -387,6 +406,18 @@ export function scenarios(cfg) {
     // Against process_best (1 worker process): contention on the claim.
     { id: "eight_workers", title: "8 worker processes, best settings", unit: "jobs/s", higher: true, systems: peers,
       measure: (s, ns) => processJobs(s, ns, { count: cfg.processBest, capMs: cfg.capMs, mode: "best", workers: 8 }) },
+    // The same two with every process warmed first (cfg.warmJobs each, see warmUp in
+    // bench/child.js): a long-running worker's cost, which eight_workers's 12,500 jobs per
+    // process do not reach. Issue 14's target is this pair.
+    { id: "one_worker_warm", title: `1 worker process warmed by ${cfg.warmJobs.toLocaleString("en")} jobs, best settings`, unit: "jobs/s", higher: true, systems: peers,
+      measure: (s, ns) => processJobs(s, ns, { count: cfg.processBest, capMs: cfg.capMs, mode: "best", warm: cfg.warmJobs }) },
+    { id: "eight_workers_warm", title: `8 worker processes, each warmed by ${cfg.warmJobs.toLocaleString("en")} jobs, best settings`, unit: "jobs/s", higher: true, systems: peers,
+      measure: (s, ns) => processJobs(s, ns, { count: cfg.processBest, capMs: cfg.capMs, mode: "best", workers: 8, warm: cfg.warmJobs }) },
+    // errand: the same 8 processes, each on a queue of its own with an eighth of the jobs.
+    // Against eight_workers_warm: what sharing one queue's claim costs, apart from 8
+    // processes and their backends sharing the machine's cores.
+    { id: "eight_queues_warm", title: `8 warmed worker processes, each on a queue of its own (no shared claim), best settings`, unit: "jobs/s", higher: true, systems: ["errand"],
+      measure: (s, ns) => processJobs(s, ns, { count: cfg.processBest, capMs: cfg.capMs, mode: "best", workers: 8, warm: cfg.warmJobs, queueEach: true }) },
     { id: "idle_workers", title: `${cfg.idleWorkers} idle worker processes at rest: PostgreSQL CPU, % of one core`, unit: "%", higher: false, systems: ["errand"],
       measure: (s, ns) => idleCost(s, ns, { workers: cfg.idleWorkers, seconds: cfg.idleSeconds, warmSeconds: cfg.idleWarmSeconds }) },
     // The cost of long-running work's features per job, beside process_default (same count and settings).

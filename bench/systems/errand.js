@@ -59,18 +59,25 @@ export function create(ns, { connections } = {}) {
       const client = await open(false);
       await inHeldTransaction((db) => client.enqueue("bench", payload, { db }), holdMs);
     },
-    /** `keys`: spread the jobs over that many concurrency keys (k0, k1, …), for the limits scenarios. */
-    async enqueueMany(payloads, keys) {
-      await (await open(false)).enqueueMany(payloads.map((payload) => (keys ? { kind: "bench", payload, concurrencyKey: `k${payload.i % keys}` } : { kind: "bench", payload })));
+    /**
+     * `keys`: spread the jobs over that many concurrency keys (k0, k1, …), for the limits
+     * scenarios; `queue`: into that queue (else `default`).
+     */
+    async enqueueMany(payloads, keys, queue) {
+      const spec = (payload) => ({ kind: "bench", payload, ...(keys ? { concurrencyKey: `k${payload.i % keys}` } : {}), ...(queue ? { queue } : {}) });
+      await (await open(false)).enqueueMany(payloads.map(spec));
     },
     /** One batch of `payloads` with a callback job (kind bench_done, not counted as handled). */
     async enqueueBatch(payloads) {
       await (await open(false)).batch({ jobs: payloads.map((payload) => ({ kind: "bench", payload })), then: { kind: "bench_done" } });
     },
-    async startWorker(mode, onJobs) {
+    /** `queue`: the worker serves that queue alone, with the mode's concurrency (else `default`). */
+    async startWorker(mode, onJobs, queue) {
       const client = await open(false);
+      const { concurrency, ...knobs } = knobsFor(settings, mode);
       const worker = client.worker({
-        ...knobsFor(settings, mode),
+        ...knobs,
+        ...(queue ? { queues: { [queue]: concurrency ?? 10 } } : concurrency === undefined ? {} : { concurrency }),
         // Batches' callbacks are bench_done jobs, run but not counted.
         handlers: mode === "batch" ? { bench: benchHandler(mode, onJobs), bench_done: async () => {} } : { bench: benchHandler(mode, onJobs) },
         onEvent: (event) => {
