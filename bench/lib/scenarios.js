@@ -349,12 +349,14 @@ async function latency(system, ns, { seconds, rate, heldMs = 0 }) {
  * finishes them: 90 % done, moved to done_jobs (migration 018), 10 % dead, marked so in
  * jobs. Every finished row left a dead row version behind in jobs, with its entry in the
  * index of waiting jobs (jobs_open_plain). Autovacuum is off for both tables and nothing analyses them.
- * Last, one sequential read of jobs prunes its pages, as errand's own reads do while it
- * works: a table its worker left has nothing left to prune (bench/README, 2026-12-03).
- * The statements above leave that to the next reader, the timed run: at the table's
- * fillfactor of 45 a page is pruned only once its free space is under 55 %, where the
- * UPDATE brings it after reading it. The index entries stay, so the first walk from the
- * start still fetches every one. Returns the seconds the generation took.
+ * Last, one sequential read of jobs prunes its pages, and one walk through the index of
+ * open jobs marks its entries for dead rows, as errand's own reads do while it works: a
+ * table its worker left has nothing left to prune, and most of those entries marked (93 %
+ * after 300,000 jobs; bench/README, rounds of 2026-12-03, morning and late morning). The
+ * statements above leave both to the next reader, the timed run: at the table's fillfactor
+ * of 45 a page is pruned only once its free space is under 55 %, where the UPDATE brings
+ * it after reading it, and the first walk from the start fetches the row of every entry.
+ * Returns the seconds the generation took.
  */
 export async function history(ns, rows) {
   const started = performance.now();
@@ -374,9 +376,16 @@ export async function history(ns, rows) {
       SET status = 'dead', attempts = 1, started_at = run_at, finished_at = run_at + interval '10 milliseconds', last_error = 'Error: boom'
       WHERE kind = 'bench_history'`);
     await c.query(`SELECT count(*) FROM "${ns}".jobs`);
+    // One walk through the index of open jobs, the claim floor's probe's statement
+    // (firstReady): it fetches each entry's row and marks the entries of dead rows, as the
+    // probes of the worker that finished those jobs would have.
+    await c.query(`SELECT id FROM "${ns}".jobs WHERE ${probeFilter} ORDER BY priority DESC, run_at, id LIMIT 1`);
   });
   return (performance.now() - started) / 1000;
 }
+
+/** errand's claimable jobs of the bench's queue and kind (claimableBy in src/sql/jobs.ts), as its probe asks for them. */
+const probeFilter = "status = 'ready' AND outcome IS NULL AND queue = 'default' AND concurrency_key IS NULL AND run_at <= now() AND kind = ANY('{bench}'::text[])";
 
 /** The history table of the last `history_raw` measurement, vacuumed and measured again by `history_vacuumed`. */
 let historyKept;
