@@ -441,7 +441,12 @@ CREATE TABLE errand.leases (
     id bigint NOT NULL,
     worker text NOT NULL,
     locked_until timestamp with time zone NOT NULL,
-    ids bigint[] NOT NULL
+    ids bigint[] NOT NULL,
+    queue text,
+    kinds text[],
+    last_priority integer,
+    last_run_at timestamp with time zone,
+    last_id bigint
 );
 
 ALTER TABLE errand.leases ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (

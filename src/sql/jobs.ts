@@ -129,8 +129,8 @@ function claimUpdate(s: string, next: string): string {
       WHERE j.ctid = ANY(ARRAY(SELECT ctid FROM next))
       RETURNING ${keyColumns("j")}, j.kind, j.payload, j.attempts, j.started_at IS NOT NULL AS started, j.max_attempts, j.retry::text AS retry, j.timeout_ms,
                 (extract(epoch FROM j.created_at) * 1000)::float8 AS created_at_ms,
-                j.checkpoint::text AS checkpoint, j.locked_until
-      ), lease AS (${recordLease(s, "$2", "claimed")})
+                j.checkpoint::text AS checkpoint, j.locked_until, j.run_at
+      ), lease AS (${recordLease(s, "$2", "claimed", true)})
       SELECT c.id, c.priority, c.run_at_ms, c.kind, c.payload, c.attempts, c.started, c.max_attempts, c.retry, c.timeout_ms, c.created_at_ms, c.checkpoint,
              (SELECT id FROM lease) AS lease
       FROM claimed c`;
@@ -139,14 +139,32 @@ function claimUpdate(s: string, next: string): string {
 /**
  * An INSERT of one lease record (migration 021) for worker `worker` (a parameter) holding
  * the rows of CTE `rows` (id, locked_until): their ids, and the earliest of their leases.
- * No record when there is no row. Returns its id.
+ * No record when there is no row. Returns its id. `claim`: a plain claim's record, which
+ * also names its queue ($6), the kinds it could take ($7) and the key of its last row in
+ * claim order (`rows` has priority and run_at too), where the other workers of that queue
+ * and kinds start their next claim (migration 022, see claimFrom).
  */
-function recordLease(s: string, worker: string, rows: string): string {
-  return `
+function recordLease(s: string, worker: string, rows: string, claim = false): string {
+  if (!claim) {
+    return `
         INSERT INTO ${s}.leases (worker, locked_until, ids)
         SELECT ${worker}, min(r.locked_until), array_agg(r.id) FROM ${rows} r WHERE r.locked_until IS NOT NULL HAVING count(*) > 0
         RETURNING id`;
+  }
+  // The last row in claim order (priority descending, then run_at, then id), column by
+  // column: each a linear read of the batch, no sort.
+  const priority = `(SELECT min(r.priority) FROM ${rows} r)`;
+  const runAt = `(SELECT max(r.run_at) FROM ${rows} r WHERE r.priority = ${priority})`;
+  const id = `(SELECT max(r.id) FROM ${rows} r WHERE r.priority = ${priority} AND r.run_at = ${runAt})`;
+  return `
+        INSERT INTO ${s}.leases (worker, locked_until, ids, queue, kinds, last_priority, last_run_at, last_id)
+        SELECT ${worker}, min(r.locked_until), array_agg(r.id), $6::text, $7::text[], ${priority}, ${runAt}, ${id}
+        FROM ${rows} r WHERE r.locked_until IS NOT NULL HAVING count(*) > 0
+        RETURNING id`;
 }
+
+/** How many of the newest lease records a claim from a floor looks through for where the other workers' claims left off (see claimFrom). */
+const sharedFloorRecords = 16;
 
 function build(s: string, channel: string, waitChannel: string): Queries {
   const jobs = `${s}.jobs`;
@@ -298,7 +316,14 @@ function build(s: string, channel: string, waitChannel: string): Queries {
      * a claim from the start reads them all (2,000,000 of them: 12,000 buffers, 43 ms),
      * from the floor a handful (see src/worker/claim-floor.ts, which says when firstReady
      * looks below the floor, bounding how long a job that became ready there waits).
-     * The floor is lowered to now() - ${claimFloorSlackMs} ms when it is later than that: a job's
+     * With $11 true the claim starts instead where the newest plain claim of the same queue,
+     * the same kinds and this priority left off, if that lies beyond the floor (its lease
+     * record, migration 022; `start`): every job before it that those kinds can take was
+     * claimed by that claim or held by another, so this claim does not read again what the
+     * other workers claimed since its own last claim. The worker sends $11 false after its
+     * floor was lowered (see ClaimFloor.sharing), and a job left behind there is found by
+     * the probe as a job below the floor is.
+     * The start is lowered to now() - ${claimFloorSlackMs} ms when it is later than that: a job's
      * run_at is its enqueue transaction's start, so jobs committed just after this
      * statement's snapshot by transactions shorter than that still lie above it.
      * Three index range scans in claim order: higher priorities (normally none), the
@@ -312,12 +337,22 @@ function build(s: string, channel: string, waitChannel: string): Queries {
      * Same parameters $1-$7 and rows as claim.
      */
     claimFrom: statement(claimUpdate(s, `
+        WITH shared AS (
+          SELECT r.last_run_at AS at, r.last_id AS id
+          FROM (SELECT id, queue, kinds, last_priority, last_run_at, last_id FROM ${s}.leases ORDER BY id DESC LIMIT ${sharedFloorRecords}) AS r
+          WHERE $11::boolean AND r.queue = $6::text AND r.last_priority = $8::int AND r.kinds @> $7::text[] AND r.kinds <@ $7::text[]
+          ORDER BY r.id DESC LIMIT 1
+        ), start AS (
+          SELECT CASE WHEN c.at < ${slackAt} THEN c.at ELSE ${slackAt} END AS at, CASE WHEN c.at < ${slackAt} THEN c.id ELSE 0 END AS id
+          FROM (SELECT CASE WHEN x.later THEN x.at ELSE ${floorAt} END AS at, CASE WHEN x.later THEN x.id ELSE $10::bigint END AS id
+                FROM (SELECT y.at, y.id, coalesce((y.at, y.id) > (${floorAt}, $10::bigint), false) AS later
+                      FROM (SELECT (SELECT at FROM shared) AS at, (SELECT id FROM shared) AS id) AS y) AS x) AS c
+        )
         SELECT ctid FROM (SELECT ctid FROM ${jobs} WHERE ${claimable} AND priority > $8::int
                           ORDER BY priority DESC, run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED) AS higher
         UNION ALL
         SELECT ctid FROM (SELECT ctid FROM ${jobs} WHERE ${claimable} AND priority = $8::int
-                            AND (run_at, id) >= (CASE WHEN ${floorAt} < ${slackAt} THEN ${floorAt} ELSE ${slackAt} END,
-                                                 CASE WHEN ${floorAt} < ${slackAt} THEN $10::bigint ELSE 0 END)
+                            AND (run_at, id) >= ((SELECT at FROM start), (SELECT id FROM start))
                           ORDER BY run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED) AS floor
         UNION ALL
         SELECT ctid FROM (SELECT ctid FROM ${jobs} WHERE ${claimable} AND priority < $8::int

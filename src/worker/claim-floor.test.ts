@@ -27,27 +27,27 @@ describe("ClaimFloor", () => {
     const first = floor.start();
     expect(first.key).toBeUndefined();
     // Rows come back from UPDATE … RETURNING in no particular order.
-    floor.claimed([row(0, t + 5, 9), row(5, t + 9, 12), row(0, t + 5, 7), row(0, t + 1, 30)], first, clock.now);
+    floor.claimed([row(0, t + 5, 9), row(5, t + 9, 12), row(0, t + 5, 7), row(0, t + 1, 30)], first, clock.now, 100);
     expect(floor.start().key).toEqual({ priority: 0, runAtUs: t + 5, id: 9n });
   });
 
   it("keeps its key through an empty claim and never moves back", () => {
     const { floor, clock } = floorAt();
-    floor.claimed([row(0, t, 4)], floor.start(), clock.now);
+    floor.claimed([row(0, t, 4)], floor.start(), clock.now, 100);
     const from = floor.start();
-    floor.claimed([], from, clock.now);
+    floor.claimed([], from, clock.now, 100);
     expect(floor.start().key).toEqual({ priority: 0, runAtUs: t, id: 4n });
     // A row the slack found below the key (a job of a transaction that committed late).
-    floor.claimed([row(0, t - 50_000, 99)], floor.start(), clock.now);
+    floor.claimed([row(0, t - 50_000, 99)], floor.start(), clock.now, 100);
     expect(floor.start().key?.id).toBe(4n);
   });
 
   it("sends a probe one poll interval after the last look from the start; a claim goes on from the floor meanwhile", () => {
     const { floor, clock } = floorAt();
     expect(floor.probeDue()).toBe(false); // no floor: claims are from the start
-    floor.claimed([row(0, t, 1)], floor.start(), clock.now);
+    floor.claimed([row(0, t, 1)], floor.start(), clock.now, 100);
     clock.now += pollMs - 1;
-    floor.claimed([row(0, t + 1, 2)], floor.start(), clock.now);
+    floor.claimed([row(0, t + 1, 2)], floor.start(), clock.now, 100);
     expect(floor.probeDue()).toBe(false);
     clock.now += 1;
     expect(floor.probeDue()).toBe(true);
@@ -58,7 +58,7 @@ describe("ClaimFloor", () => {
     // The probe finds a job given back below the floor: the floor goes down to it, and a
     // claim that was out meanwhile does not raise it again.
     expect(floor.probed({ priority: 0, runAtUs: t - 10, id: 3n }, probe)).toBe(true);
-    floor.claimed([row(0, t + 2, 4)], during, clock.now);
+    floor.claimed([row(0, t + 2, 4)], during, clock.now, 100);
     expect(floor.start().key?.id).toBe(3n);
     clock.now += pollMs - 1;
     expect(floor.probeDue()).toBe(false);
@@ -71,7 +71,7 @@ describe("ClaimFloor", () => {
 
   it(`goes ${fromStartShare} times as long as a slow probe took without one, at most ${maxPollIntervals} poll intervals`, () => {
     const { floor, clock } = floorAt();
-    floor.claimed([row(0, t, 1)], floor.start(), clock.now);
+    floor.claimed([row(0, t, 1)], floor.start(), clock.now, 100);
     /** A probe that takes `ms`; returns when it was sent. */
     const slowProbe = (ms: number) => {
       clock.now += pollMs;
@@ -98,7 +98,7 @@ describe("ClaimFloor", () => {
 
   it("a failed probe is sent again by the next claim", () => {
     const { floor, clock } = floorAt();
-    floor.claimed([row(0, t, 1)], floor.start(), clock.now);
+    floor.claimed([row(0, t, 1)], floor.start(), clock.now, 100);
     clock.now += pollMs;
     expect(floor.probed(undefined, floor.probing(), true)).toBe(false);
     expect(floor.probeDue()).toBe(true);
@@ -106,7 +106,7 @@ describe("ClaimFloor", () => {
 
   it("a drop asks for a probe at once, and again when a probe was out at the drop", () => {
     const { floor, clock } = floorAt();
-    floor.claimed([row(0, t, 1)], floor.start(), clock.now);
+    floor.claimed([row(0, t, 1)], floor.start(), clock.now, 100);
     expect(floor.probeDue()).toBe(false);
     floor.drop();
     expect(floor.probeDue()).toBe(true);
@@ -124,25 +124,74 @@ describe("ClaimFloor", () => {
     const { floor, clock } = floorAt();
     floor.since(t - 1_000); // no floor yet: claims are from the start
     expect(floor.start().key).toBeUndefined();
-    floor.claimed([row(2, t, 1)], floor.start(), clock.now);
+    floor.claimed([row(2, t, 1)], floor.start(), clock.now, 100);
     floor.since(t); // began at the floor's run_at: the claim's own key order reads it
     floor.since(t + 500);
     expect(floor.start().key).toEqual({ priority: 2, runAtUs: t, id: 1n });
     const during = floor.start();
     floor.since(t - 300_000);
     expect(floor.start().key).toEqual({ priority: 2, runAtUs: t - 300_000, id: 0n });
-    floor.claimed([row(2, t + 10, 2)], during, clock.now);
+    floor.claimed([row(2, t + 10, 2)], during, clock.now, 100);
     expect(floor.start().key?.runAtUs).toBe(t - 300_000);
     floor.since(t - 200_000); // above the lowered floor: nothing to do
     expect(floor.start().key?.runAtUs).toBe(t - 300_000);
     // The next claim, from there, moves it up again; no probe was asked for.
-    floor.claimed([row(2, t - 300_000, 3), row(2, t + 20, 4)], floor.start(), clock.now);
+    floor.claimed([row(2, t - 300_000, 3), row(2, t + 20, 4)], floor.start(), clock.now, 100);
     expect(floor.start().key).toEqual({ priority: 2, runAtUs: t + 20, id: 4n });
     expect(floor.probeDue()).toBe(false);
     // More than a poll interval below: the claims would read all that, so a probe goes at once instead.
     floor.since(t + 20 - pollMs * 1000 - 1);
     expect(floor.start().key?.runAtUs).toBe(t + 20);
     expect(floor.probeDue()).toBe(true);
+  });
+
+  it("starts claims where the other workers' left off, except from a lowered floor until a claim from it comes back short", () => {
+    const { floor, clock } = floorAt();
+    expect(floor.start().shared).toBe(true);
+    floor.claimed([row(0, t, 1)], floor.start(), clock.now, 100);
+    expect(floor.start()).toMatchObject({ key: { id: 1n }, shared: true });
+    // A probe finds a job below the floor: claims start from it alone.
+    clock.now += pollMs;
+    expect(floor.probed({ priority: 0, runAtUs: t - 10, id: 0n }, floor.probing())).toBe(true);
+    const lowered = floor.start();
+    expect(lowered).toMatchObject({ key: { id: 0n }, shared: false });
+    // A full claim from there may have left more behind it: still alone.
+    floor.claimed(Array.from({ length: 3 }, (_, i) => row(0, t - 10 + i, 10 + i)), lowered, clock.now, 3);
+    expect(floor.start()).toMatchObject({ key: { id: 12n }, shared: false });
+    // A claim out when the floor was lowered again does not end it either.
+    const during = floor.start();
+    floor.since(t - 5_000);
+    floor.claimed([], during, clock.now, 3);
+    expect(floor.start()).toMatchObject({ key: { runAtUs: t - 5_000 }, shared: false });
+    // A short one took all there was from the floor on: shared again.
+    floor.claimed([row(0, t - 4_000, 20)], floor.start(), clock.now, 3);
+    expect(floor.start()).toMatchObject({ key: { id: 20n }, shared: true });
+    // A short claim that was shared already changes nothing.
+    floor.claimed([], floor.start(), clock.now, 3);
+    expect(floor.start().shared).toBe(true);
+  });
+
+  it("after a drop, starts claims from the floor alone until one sent after the drop's probe came back", () => {
+    const { floor, clock } = floorAt();
+    floor.claimed([row(0, t, 1)], floor.start(), clock.now, 100);
+    floor.drop();
+    expect(floor.start().shared).toBe(false);
+    const probe = floor.probing();
+    const before = floor.start(); // out while the probe is
+    // Nothing below the floor: the job given back lies after it.
+    expect(floor.probed({ priority: 0, runAtUs: t + 5, id: 2n }, probe)).toBe(false);
+    floor.claimed([row(0, t + 1, 3)], before, clock.now, 100);
+    const after = floor.start();
+    expect(after.shared).toBe(false); // the claim out before the probe returned may have missed it
+    floor.claimed([row(0, t + 5, 2)], after, clock.now, 1);
+    expect(floor.start().shared).toBe(true);
+    // A drop whose probe finds the job below the floor lowers it: alone until a claim comes back short.
+    floor.drop();
+    expect(floor.probed({ priority: 0, runAtUs: t, id: 0n }, floor.probing())).toBe(true);
+    floor.claimed([row(0, t, 9)], floor.start(), clock.now, 1);
+    expect(floor.start().shared).toBe(false);
+    floor.claimed([], floor.start(), clock.now, 1);
+    expect(floor.start().shared).toBe(true);
   });
 
   it("starts from the hint, which counts as a look from the start; without one, from the start", () => {
@@ -159,7 +208,7 @@ describe("ClaimFloor", () => {
     none.floor.hint(undefined, none.clock.now);
     expect(none.floor.unset).toBe(false); // asked once: not again
     expect(none.floor.start().key).toBeUndefined();
-    none.floor.claimed([row(0, t, 2)], none.floor.start(), none.clock.now);
+    none.floor.claimed([row(0, t, 2)], none.floor.start(), none.clock.now, 100);
     expect(none.floor.start().key?.id).toBe(2n);
   });
 

@@ -21,10 +21,17 @@ export const fromStartShare = 20;
 /** The longest the floor goes without a look from the start, in poll intervals, however slow such a look is. */
 export const maxPollIntervals = 10;
 
-/** What a claim started from: the floor's key (undefined: from the start), and the floor's lowerings then. */
+/**
+ * What a claim started from: the floor's key (undefined: from the start), the floor's
+ * lowerings then, and whether it may start where the other workers' claims left off instead
+ * (see {@link ClaimFloor.sharing}).
+ */
 export interface ClaimStart {
   readonly key: ClaimKey | undefined;
   readonly lowered: number;
+  readonly shared: boolean;
+  /** The claim's place among this floor's claims (1, 2, …). */
+  readonly seq: number;
 }
 
 /** A probe in flight: when it was sent (process clock), and the drops before it. */
@@ -62,6 +69,18 @@ export interface ProbeStart {
  * one, so that those looks take at most 1/{@link fromStartShare} of the time, up to
  * {@link maxPollIntervals} poll intervals.
  *
+ * A claim from the floor starts further on where the newest claim of another worker of the
+ * same queue and kinds left off beyond it (`claimFrom`, migration 022): otherwise it reads
+ * again every job the other workers claimed since its own last claim. Everything before
+ * where that claim left off was claimed or held by a claim; a job left there (a claim that
+ * held it rolled back) is found by the next look from the start, which lowers the floor once
+ * this worker's claims have passed it, so such a job waits up to two looks' intervals.
+ * Claims start from the floor alone ({@link ClaimFloor.sharing}) once the floor was lowered,
+ * until one comes back short of its limit (the jobs below are claimed in order, not skipped
+ * again), and after a drop, until a claim sent after the drop's probe came back (the job
+ * given back lies below the floor, where the probe lowers it, or after it, where that claim
+ * reads it first).
+ *
  * A producer with no floor yet claims from the start, unless a hint says where its queue's
  * claims left off (the last job of the queue that finished, {@link ClaimFloor.hint}): on a
  * restart beside a long unvacuumed history, its first claim then does not wait for that
@@ -83,6 +102,12 @@ export class ClaimFloor {
   /** A drop asks for a probe at once. */
   #wanted = false;
   #probing = false;
+  /** Not sharing until a claim from the lowered floor comes back short (see {@link ClaimFloor.sharing}). */
+  #awaitShort = false;
+  /** Not sharing after a drop: until its probe returns, then until claim number `n` comes back. */
+  #awaitProbe: "probe" | number | undefined;
+  /** Claims started so far. */
+  #seq = 0;
 
   constructor(clock: Clock, pollIntervalMs: number) {
     this.#clock = clock;
@@ -92,7 +117,16 @@ export class ClaimFloor {
 
   /** Where the next claim starts: from the floor's key, or from the start (no floor yet). */
   start(): ClaimStart {
-    return { key: this.#key, lowered: this.#lowered };
+    return { key: this.#key, lowered: this.#lowered, shared: this.sharing, seq: ++this.#seq };
+  }
+
+  /**
+   * Whether the next claim may start where the other workers' claims left off: not from the
+   * floor's lowering until a claim from the floor alone comes back short of its limit, nor
+   * from a drop until a claim sent after the drop's probe returned has come back.
+   */
+  get sharing(): boolean {
+    return !this.#awaitShort && this.#awaitProbe === undefined;
   }
 
   /** Whether there is no floor and no hint was taken yet. */
@@ -121,9 +155,11 @@ export class ClaimFloor {
     this.#probing = false;
     if (failed) return false;
     if (start.drops === this.#drops) this.#looked(start.sentAt); // dropped meanwhile: the wanted probe still goes
+    // The drop's probe: what was given back lies from `first` on, which the floor now reaches
+    // or the next claim from the floor alone reads first.
+    if (this.#awaitProbe === "probe" && start.drops === this.#drops) this.#awaitProbe = this.#seq + 1;
     if (first === undefined || this.#key === undefined || !before(first, this.#key)) return false;
-    this.#key = first;
-    this.#lowered++;
+    this.#lower(first);
     return true;
   }
 
@@ -134,10 +170,17 @@ export class ClaimFloor {
     this.#lookedAt = sentAt;
   }
 
-  /** Records the rows of a claim that began at `start`, sent at `sentAt` (process clock): the floor moves past them. */
-  claimed(rows: readonly KeyRow[], start: ClaimStart, sentAt: number): void {
+  /**
+   * Records the rows of a claim of up to `limit` that began at `start`, sent at `sentAt`
+   * (process clock): the floor moves past them.
+   */
+  claimed(rows: readonly KeyRow[], start: ClaimStart, sentAt: number, limit: number): void {
     if (start.key === undefined) this.#looked(sentAt);
     if (start.lowered !== this.#lowered) return; // a probe lowered the floor meanwhile: it stays there
+    if (!start.shared) {
+      if (rows.length < limit) this.#awaitShort = false; // nothing more to take from the floor on
+      if (typeof this.#awaitProbe === "number" && start.seq >= this.#awaitProbe) this.#awaitProbe = undefined;
+    }
     // The last row in claim order, compared on the row's own values (run_at_ms orders as
     // run_at does: a microsecond is wider than its error); one key is made, for it alone.
     let last: KeyRow | undefined;
@@ -159,14 +202,21 @@ export class ClaimFloor {
   since(startUs: number): void {
     if (this.#key === undefined || startUs >= this.#key.runAtUs) return;
     if (this.#key.runAtUs - startUs > this.#pollIntervalMs * 1000) return this.drop();
-    this.#key = { priority: this.#key.priority, runAtUs: startUs, id: 0n };
-    this.#lowered++;
+    this.#lower({ priority: this.#key.priority, runAtUs: startUs, id: 0n });
   }
 
   /** Jobs are ready below the floor (given back, rescued, resumed): the next claim sends a probe. */
   drop(): void {
     this.#drops++;
     this.#wanted = true;
+    this.#awaitProbe = "probe";
+  }
+
+  /** Jobs wait from `key` on: the next claims start there, without the other workers' claims' ends. */
+  #lower(key: ClaimKey): void {
+    this.#key = key;
+    this.#lowered++;
+    this.#awaitShort = true;
   }
 
   /** A look from the start was sent at `sentAt`: the floor lives from then, as long as the look's time allows. */

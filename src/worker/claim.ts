@@ -160,9 +160,9 @@ export class Claimer {
     if (!fromStart && this.#floor.unset) await this.#hint();
     if (!fromStart && this.#floor.probeDue()) this.#sendProbe(kinds);
     const from = fromStart ? { ...this.#floor.start(), key: undefined } : this.#floor.start();
-    if (from.key) params.push(from.key.priority, from.key.runAtUs, String(from.key.id));
+    if (from.key) params.push(from.key.priority, from.key.runAtUs, String(from.key.id), from.shared);
     const { rows } = await this.#driver.run<ClaimRow>(from.key ? this.#queries.claimFrom : this.#queries.claim, params);
-    this.#floor.claimed(rows, from, sentAt);
+    this.#floor.claimed(rows, from, sentAt, limit);
     const started: ClaimedJob[] = [];
     const reserved: ClaimedJob[] = [];
     for (const row of rows) {

@@ -1,7 +1,7 @@
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { Errand, type Worker } from "../../src/index.js";
-import { claimFloorSlackMs } from "../../src/sql/jobs.js";
+import { claimFloorSlackMs, queriesFor } from "../../src/sql/jobs.js";
 import { eventually, freshSchema } from "../support/db.js";
 
 // PostgreSQL only: a transaction held open beside a working worker needs a second
@@ -137,5 +137,45 @@ describe("the claim floor, with a transaction beside the worker", () => {
       },
       { pollIntervalMs: 60_000, rescueIntervalMs: 0, poolSize: 6 },
     );
+  });
+});
+
+describe("a claim from the floor, where the other workers' claims left off (migration 022)", () => {
+  it("starts after the newest claim of the same queue, kinds and priority, unless told not to", async () => {
+    const schema = freshSchema();
+    const errand = await Errand.open({ connectionString: url, schema, poolSize: 2 });
+    try {
+      // One run_at for all (an hour ago: below the claim's slack), so the ids give the order.
+      const jobs = await errand.enqueueMany(Array.from({ length: 8 }, () => ({ kind: "k", payload: {}, runAt: new Date(Date.now() - 3_600_000) })));
+      const ids = jobs.map((j) => j.id);
+      const runAtUs = Number((await admin.query(`SELECT floor(extract(epoch FROM run_at) * 1000000)::float8 AS us FROM ${schema}.jobs WHERE id = $1`, [ids[0]])).rows[0].us);
+      const { claimFrom } = queriesFor(schema);
+      /** A claim of `limit` by `worker` from the floor before every job, of `kinds` in `queue`, `shared` or not. */
+      const claim = async (worker: string, limit: number, shared: boolean, kinds = ["k"], queue = "default") =>
+        (await admin.query<{ id: string }>(claimFrom.text, [limit, worker, "{}", 60_000, limit, queue, kinds, 0, runAtUs, "0", shared])).rows.map((r) => String(r.id));
+
+      expect(await claim("a", 3, true)).toEqual(ids.slice(0, 3));
+      const { rows: records } = await admin.query(`SELECT worker, queue, kinds, last_priority, last_id::text FROM ${schema}.leases ORDER BY id`);
+      expect(records).toEqual([{ worker: "a", queue: "default", kinds: ["k"], last_priority: 0, last_id: ids[2] }]);
+      // The second of them is given back (a claim that held it rolled back): ready below where "a" left off.
+      await admin.query(`UPDATE ${schema}.jobs SET status = 'ready', locked_by = NULL, locked_until = NULL WHERE id = $1`, [ids[1]]);
+      // Other kinds, another queue, or not shared: from the floor, so the job given back first.
+      expect(await claim("b", 1, true, ["k", "other"])).toEqual([ids[1]]);
+      await admin.query(`UPDATE ${schema}.jobs SET status = 'ready', locked_by = NULL, locked_until = NULL WHERE id = $1`, [ids[1]]);
+      expect(await claim("b", 1, true, ["k"], "elsewhere")).toEqual([]);
+      expect(await claim("b", 1, false)).toEqual([ids[1]]);
+      await admin.query(`UPDATE ${schema}.jobs SET status = 'ready', locked_by = NULL, locked_until = NULL WHERE id = $1`, [ids[1]]);
+      // Shared: from the newest record of queue default and kinds {k}, "a"'s once "b"'s are gone
+      // (heartbeats replace records), which passes the job given back.
+      await admin.query(`DELETE FROM ${schema}.leases WHERE worker = 'b'`);
+      expect(await claim("c", 2, true)).toEqual(ids.slice(3, 5));
+      expect(await claim("d", 10, true, ["k"])).toEqual(ids.slice(5));
+      // Nothing left after the newest claim: the job given back waits for a claim from its floor alone (after a probe lowered it).
+      expect(await claim("d", 10, true, ["k"])).toEqual([]);
+      expect(await claim("d", 10, false, ["k"])).toEqual([ids[1]]);
+    } finally {
+      await errand.close();
+      await admin.query(`DROP SCHEMA ${schema} CASCADE`);
+    }
   });
 });

@@ -71,7 +71,7 @@ describe("batch statement plans", () => {
           const json = (values: readonly unknown[]) => `'${byId(ids, values).replaceAll("'", "''")}'::jsonb`;
           const statements = {
             claim: { text: q.claim.text, args: `${batch}, 'w', '{}'::jsonb, 60000, 10, 'default', '{k}'::text[]` },
-            claimFrom: { text: q.claimFrom.text, args: `${batch}, 'w', '{}'::jsonb, 60000, 10, 'default', '{k}'::text[], 0, ${Date.now() * 1000 - 60e6}, 1` },
+            claimFrom: { text: q.claimFrom.text, args: `${batch}, 'w', '{}'::jsonb, 60000, 10, 'default', '{k}'::text[], 0, ${Date.now() * 1000 - 60e6}, 1, true` },
             firstReady: { text: q.firstReady.text, args: `'default', '{k}'::text[]` },
             floorHint: { text: q.floorHint.text, args: `'default'` },
             start: { text: q.start.text, args: `${idArray}, ${json(rows.map((r) => r.attempts))}, 'w'` },
@@ -95,6 +95,8 @@ describe("batch statement plans", () => {
           expect(claimFrom).not.toMatch(/Merge Append|Sort|Seq Scan|Join/);
           expect(claimFrom.match(/Index Scan using jobs_open_plain/g)).toHaveLength(3);
           expect(claimFrom).toMatch(/Index Cond: [^\n]*ROW\(run_at, id\) >=/);
+          // Where the other workers' claims left off: the newest lease records, backwards.
+          expect(claimFrom).toMatch(/Index Scan Backward using leases_pkey/);
           // The floor's probe reads the ready index in claim order to its first match; the
           // hint, done_jobs' last 1,000 by their finished_at index, backwards.
           const firstReady = await plan(c, "firstReady", statements.firstReady.args);
