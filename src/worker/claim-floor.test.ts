@@ -166,8 +166,12 @@ describe("ClaimFloor", () => {
     // A short one took all there was from the floor on: shared again.
     floor.claimed([row(0, t - 4_000, 20)], floor.start(), clock.now, 3);
     expect(floor.start()).toMatchObject({ key: { id: 20n }, shared: true });
-    // A short claim that was shared already changes nothing.
+    // A shared claim that found nothing leaves the floor below where the others left off:
+    // the next claim reads from the floor alone, then they share again.
     floor.claimed([], floor.start(), clock.now, 3);
+    const alone = floor.start();
+    expect(alone).toMatchObject({ key: { id: 20n }, shared: false });
+    floor.claimed([], alone, clock.now, 3);
     expect(floor.start().shared).toBe(true);
   });
 
