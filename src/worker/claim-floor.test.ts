@@ -173,6 +173,9 @@ describe("ClaimFloor", () => {
     expect(alone).toMatchObject({ key: { id: 20n }, shared: false });
     floor.claimed([], alone, clock.now, 3);
     expect(floor.start().shared).toBe(true);
+    // So does one that took only jobs of a higher priority, which come before the floor.
+    floor.claimed([row(5, t, 30)], floor.start(), clock.now, 3);
+    expect(floor.start()).toMatchObject({ key: { id: 20n }, shared: false });
   });
 
   it("after a drop, starts claims from the floor alone until one sent after the drop's probe came back", () => {

@@ -79,8 +79,9 @@ export interface ProbeStart {
  * until one comes back short of its limit (the jobs below are claimed in order, not skipped
  * again), after a drop, until a claim sent after the drop's probe came back (the job
  * given back lies below the floor, where the probe lowers it, or after it, where that claim
- * reads it first), and for one claim after a shared claim that found nothing (the floor did
- * not move past where the others left off, so the probe would not see a job left between).
+ * reads it first), and for one claim after a shared claim that left the floor where it was
+ * (it took nothing after where the others left off, so the probe would not see a job left
+ * between).
  *
  * A producer with no floor yet claims from the start, unless a hint says where its queue's
  * claims left off (the last job of the queue that finished, {@link ClaimFloor.hint}): on a
@@ -105,7 +106,7 @@ export class ClaimFloor {
   #probing = false;
   /** Not sharing until a claim from the lowered floor comes back short (see {@link ClaimFloor.sharing}). */
   #awaitShort = false;
-  /** Not sharing after a drop (until its probe returns, then until claim number `n` comes back) or after a shared claim that found nothing (until claim `n`). */
+  /** Not sharing after a drop (until its probe returns, then until claim number `n` comes back) or after a shared claim that left the floor where it was (until claim `n`). */
   #awaitProbe: "probe" | number | undefined;
   /** Claims started so far. */
   #seq = 0;
@@ -181,18 +182,21 @@ export class ClaimFloor {
     if (!start.shared) {
       if (rows.length < limit) this.#awaitShort = false; // nothing more to take from the floor on
       if (typeof this.#awaitProbe === "number" && start.seq >= this.#awaitProbe) this.#awaitProbe = undefined;
-    } else if (rows.length === 0 && start.key !== undefined && this.#awaitProbe !== "probe") {
-      // Nothing after where the others left off, and the floor stays below it: a job between
-      // the two (a late transaction's, one given back) is neither below the floor for the
-      // probe nor read by a shared claim. The next claim reads from the floor alone.
-      this.#awaitProbe = Math.max(this.#awaitProbe ?? 0, this.#seq + 1);
     }
     // The last row in claim order, compared on the row's own values (run_at_ms orders as
     // run_at does: a microsecond is wider than its error); one key is made, for it alone.
     let last: KeyRow | undefined;
     for (const row of rows) if (last === undefined || rowBefore(last, row)) last = row;
     const key = last === undefined ? undefined : keyOf(last);
-    this.#key = key === undefined || (start.key !== undefined && before(key, start.key)) ? start.key : key;
+    const moved = key !== undefined && (start.key === undefined || !before(key, start.key));
+    if (moved) this.#key = key;
+    else if (start.shared && start.key !== undefined && this.#awaitProbe !== "probe") {
+      // Nothing taken after where the others left off (none at all, or only jobs of a higher
+      // priority), and the floor stays below that place: a job between the two (a late
+      // transaction's, one given back) is neither below the floor for the probe nor read by
+      // a shared claim. The next claim reads from the floor alone.
+      this.#awaitProbe = Math.max(this.#awaitProbe ?? 0, this.#seq + 1);
+    }
   }
 
   /**
