@@ -124,8 +124,9 @@ export class ClaimFloor {
 
   /**
    * Whether the next claim may start where the other workers' claims left off: not from the
-   * floor's lowering until a claim from the floor alone comes back short of its limit, nor
-   * from a drop until a claim sent after the drop's probe returned has come back.
+   * floor's lowering until a claim from the floor alone comes back short of its limit, not
+   * from a drop until a claim sent after the drop's probe returned has come back, and not
+   * for the claim after a shared one that left the floor where it was.
    */
   get sharing(): boolean {
     return !this.#awaitShort && this.#awaitProbe === undefined;
@@ -189,8 +190,8 @@ export class ClaimFloor {
     for (const row of rows) if (last === undefined || rowBefore(last, row)) last = row;
     const key = last === undefined ? undefined : keyOf(last);
     const moved = key !== undefined && (start.key === undefined || !before(key, start.key));
-    if (moved) this.#key = key;
-    else if (start.shared && start.key !== undefined && this.#awaitProbe !== "probe") {
+    this.#key = moved ? key : start.key;
+    if (!moved && start.shared && start.key !== undefined && this.#awaitProbe !== "probe") {
       // Nothing taken after where the others left off (none at all, or only jobs of a higher
       // priority), and the floor stays below that place: a job between the two (a late
       // transaction's, one given back) is neither below the floor for the probe nor read by
