@@ -11,8 +11,8 @@ export const migration: Migration = {
 -- job the other workers had claimed since (a heap visit each: 8 workers on one queue read
 -- about 9 rows per job claimed, 1 worker about 1.4). A claim now also records its queue, the
 -- kinds it could take and the key of its last job, and a claim from a floor starts after
--- the last job the newest such record of its queue, kinds and priority names, where that
--- lies beyond its own floor. Records of heartbeats and of the keyed and limited claims leave
+-- the last job named by the newest such record of its queue, kinds and priority that lies
+-- beyond its own floor. Records of heartbeats and of the keyed and limited claims leave
 -- them NULL and are not used. Nullable columns: no rewrite, and workers from before this
 -- migration insert their records as before.
 ALTER TABLE {{schema}}.leases

@@ -145,21 +145,15 @@ function claimUpdate(s: string, next: string): string {
  * and kinds start their next claim (migration 022, see claimFrom).
  */
 function recordLease(s: string, worker: string, rows: string, claim = false): string {
-  if (!claim) {
-    return `
-        INSERT INTO ${s}.leases (worker, locked_until, ids)
-        SELECT ${worker}, min(r.locked_until), array_agg(r.id) FROM ${rows} r WHERE r.locked_until IS NOT NULL HAVING count(*) > 0
-        RETURNING id`;
-  }
   // The last row in claim order (priority descending, then run_at, then id), column by
   // column: each a linear read of the batch, no sort.
   const priority = `(SELECT min(r.priority) FROM ${rows} r)`;
   const runAt = `(SELECT max(r.run_at) FROM ${rows} r WHERE r.priority = ${priority})`;
   const id = `(SELECT max(r.id) FROM ${rows} r WHERE r.priority = ${priority} AND r.run_at = ${runAt})`;
+  const [columns, values] = claim ? [", queue, kinds, last_priority, last_run_at, last_id", `, $6::text, $7::text[], ${priority}, ${runAt}, ${id}`] : ["", ""];
   return `
-        INSERT INTO ${s}.leases (worker, locked_until, ids, queue, kinds, last_priority, last_run_at, last_id)
-        SELECT ${worker}, min(r.locked_until), array_agg(r.id), $6::text, $7::text[], ${priority}, ${runAt}, ${id}
-        FROM ${rows} r WHERE r.locked_until IS NOT NULL HAVING count(*) > 0
+        INSERT INTO ${s}.leases (worker, locked_until, ids${columns})
+        SELECT ${worker}, min(r.locked_until), array_agg(r.id)${values} FROM ${rows} r WHERE r.locked_until IS NOT NULL HAVING count(*) > 0
         RETURNING id`;
 }
 
@@ -317,8 +311,8 @@ function build(s: string, channel: string, waitChannel: string): Queries {
      * from the floor a handful (see src/worker/claim-floor.ts, which says when firstReady
      * looks below the floor, bounding how long a job that became ready there waits).
      * With $11 true the claim starts instead where the newest plain claim of the same queue,
-     * the same kinds and this priority left off, if that lies beyond the floor (its lease
-     * record, migration 022; `start`): every job before it that those kinds can take was
+     * the same kinds and this priority left off, of those that left off beyond the floor
+     * (its lease record, migration 022; `start`): every job before it that those kinds can take was
      * claimed by that claim or held by another, so this claim does not read again what the
      * other workers claimed since its own last claim. The worker sends $11 false after its
      * floor was lowered (see ClaimFloor.sharing), and a job left behind there is found by
@@ -341,12 +335,11 @@ function build(s: string, channel: string, waitChannel: string): Queries {
           SELECT r.last_run_at AS at, r.last_id AS id
           FROM (SELECT id, queue, kinds, last_priority, last_run_at, last_id FROM ${s}.leases ORDER BY id DESC LIMIT ${sharedFloorRecords}) AS r
           WHERE $11::boolean AND r.queue = $6::text AND r.last_priority = $8::int AND r.kinds @> $7::text[] AND r.kinds <@ $7::text[]
+            AND (r.last_run_at, r.last_id) > (${floorAt}, $10::bigint)
           ORDER BY r.id DESC LIMIT 1
         ), start AS (
-          SELECT CASE WHEN c.at < ${slackAt} THEN c.at ELSE ${slackAt} END AS at, CASE WHEN c.at < ${slackAt} THEN c.id ELSE 0 END AS id
-          FROM (SELECT CASE WHEN x.later THEN x.at ELSE ${floorAt} END AS at, CASE WHEN x.later THEN x.id ELSE $10::bigint END AS id
-                FROM (SELECT y.at, y.id, coalesce((y.at, y.id) > (${floorAt}, $10::bigint), false) AS later
-                      FROM (SELECT (SELECT at FROM shared) AS at, (SELECT id FROM shared) AS id) AS y) AS x) AS c
+          SELECT CASE WHEN f.at < ${slackAt} THEN f.at ELSE ${slackAt} END AS at, CASE WHEN f.at < ${slackAt} THEN f.id ELSE 0 END AS id
+          FROM (SELECT coalesce((SELECT at FROM shared), ${floorAt}) AS at, coalesce((SELECT id FROM shared), $10::bigint) AS id) AS f
         )
         SELECT ctid FROM (SELECT ctid FROM ${jobs} WHERE ${claimable} AND priority > $8::int
                           ORDER BY priority DESC, run_at, id LIMIT $1 FOR UPDATE SKIP LOCKED) AS higher

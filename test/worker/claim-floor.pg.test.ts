@@ -95,6 +95,27 @@ describe("the claim floor, with a transaction beside the worker", () => {
     });
   });
 
+  it("runs a job given back behind where another worker's claim left off, beyond this worker's floor", async () => {
+    await withWorker(async ({ schema, errand, ran, start, other }) => {
+      const past = new Date(Date.now() - 3_600_000);
+      const [first] = await errand.enqueueMany([{ kind: "k", payload: {}, runAt: past }]);
+      await start();
+      await eventually(() => ran.length === 1, 10_000, "the first job: the worker's floor");
+      // Another worker's claim of three later jobs, committed with its lease record, and the
+      // middle one given back (its handler's claim rolled back): ready between this worker's
+      // floor and where that claim left off, so neither a probe nor a shared claim meets it.
+      await other.query("BEGIN");
+      const { rows } = await other.query<{ id: string }>(
+        `INSERT INTO ${schema}.jobs (kind, payload, run_at) SELECT 'k', '{}', $1 FROM generate_series(1, 3) RETURNING id::text`, [past]);
+      const key = await other.query(`SELECT floor(extract(epoch FROM $1::timestamptz) * 1000000)::float8 AS us`, [past]);
+      await other.query(queriesFor(schema).claimFrom.text, [3, "other", "{}", 60_000, 3, "default", ["k"], 0, key.rows[0].us, first!.id, true]);
+      await other.query(`UPDATE ${schema}.jobs SET status = 'ready', locked_by = NULL, locked_until = NULL WHERE id = $1`, [rows[1]!.id]);
+      await other.query("COMMIT");
+      await eventually(async () => (await statusOf(schema, [rows[1]!.id]))[0] === "done", 10 * pollIntervalMs, "the job given back");
+      expect(ran).toEqual([first!.id, rows[1]!.id]);
+    });
+  });
+
   it("runs a job the worker rescued below its floor at once: the rescue drops the floor", async () => {
     // A rescue sets run_at to its statement's now(), above the floor of every claim made
     // before it; but a claim made while the rescue runs can take a job enqueued after that
