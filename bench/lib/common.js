@@ -59,6 +59,19 @@ export async function pgProbe(sql) {
   };
 }
 
+/**
+ * ANALYZE every table of `schema`: what autovacuum would have done after a fill this big,
+ * which this machine's server, with autovacuum off, does not. Without statistics the
+ * planner may sort the whole queue for every claim (the seed's table did: 68 ms a claim of
+ * 100 on 100,000 rows, against 0.4 ms analysed).
+ */
+export function analyzeSchema(schema) {
+  return withPg(async (c) => {
+    const { rows } = await c.query("SELECT format('%I.%I', schemaname, tablename) AS t FROM pg_tables WHERE schemaname = $1", [schema]);
+    if (rows.length > 0) await c.query(`ANALYZE ${rows.map((r) => r.t).join(", ")}`);
+  });
+}
+
 /** Drops a schema if it exists. */
 export function dropSchema(schema) {
   return withPg((c) => c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));

@@ -67,7 +67,7 @@ async function processOn(system, ns, { rows, count, capMs, purge }) {
   let stopWatching;
   const timed = {};
   try {
-    const result = await processJobs(system, ns, { count, capMs, mode: "default", keep: true, before: async (n) => {
+    const result = await processJobs(system, ns, { count, capMs, mode: "default", keep: true, analyze: false, before: async (n) => {
       await weekPastRetention(n, rows);
       if (!purge) return;
       const Errand = await errandClass();

@@ -1,6 +1,6 @@
 // The scenarios. Each `measure(system, ns, cfg)` sets up a fresh namespace for `system`,
 // measures once and returns { value, ...details }; run.js interleaves systems and runs.
-import { dropSchema, percentile, pgUrl, sleep, wallMs, warmNamespace, withPg } from "./common.js";
+import { analyzeSchema, dropSchema, percentile, pgUrl, sleep, wallMs, warmNamespace, withPg } from "./common.js";
 import { runWorkers, spawnChild } from "./children.js";
 import { backendsOf, cpuBetween, postgresCpu, samplePostgresCpu } from "./pg-cpu.js";
 import { runPgbench } from "./pgbench.js";
@@ -137,8 +137,10 @@ async function walSoFar() {
  * CHECKPOINT after `before`, so that the server is not still writing out what it wrote (a generated history) while the run is timed.
  * `warm`: each worker process first runs that many jobs in a namespace of its own (see warmUp in bench/child.js), set up here.
  * `queueEach` (errand): worker process i serves queue `q<i>` alone, which holds its share of the jobs: no claim is shared.
+ * `analyze`: the namespace's tables are analysed once filled (see analyzeSchema), for every
+ * PostgreSQL system alike; false where a never-analysed table is what the scenario measures.
  */
-export async function processJobs(system, ns, { count, capMs, mode, workers = 1, before, reuse = false, keep = false, keys, batched = false, env, checkpoint = false, warm, queueEach = false }) {
+export async function processJobs(system, ns, { count, capMs, mode, workers = 1, before, reuse = false, keep = false, keys, batched = false, env, checkpoint = false, warm, queueEach = false, analyze = true }) {
   if (system === "pgbench") return pgbenchJobs(ns, { count, clients: mode === "best" ? 4 : 1 });
   const adapter = await adapterFor(system, ns);
   if (!reuse) await adapter.setup();
@@ -161,6 +163,7 @@ export async function processJobs(system, ns, { count, capMs, mode, workers = 1,
     if (queueEach) for (let index = 0; index < workers; index++) await seed(adapter, count / workers, keys, batched, queueOf(index));
     else await seed(adapter, count, keys, batched);
     await adapter.close();
+    if (analyze && system !== "bullmq") await analyzeSchema(ns);
     // PostgreSQL's CPU (every postgres process on this machine, none when the server is
     // elsewhere) per handled job, in µs, start-up and shutdown included: beside the workers'
     // own, where a run's CPU goes.
@@ -249,6 +252,7 @@ async function pgbenchJobs(ns, { count, clients }) {
   await adapter.setup();
   try {
     await seed(adapter, count);
+    await analyzeSchema(ns);
     return await runPgbench(ns, { count, clients });
   } finally {
     await adapter.teardown();
@@ -485,11 +489,11 @@ export function scenarios(cfg) {
     // errand only. In each run: an empty table; then a table with the history, never
     // vacuumed or analysed; then the same table after VACUUM ANALYZE.
     { id: "history_empty", group: "history", title: "history: process, empty table (defaults)", unit: "jobs/s", higher: true, systems: ["errand"],
-      measure: (s, ns) => processJobs(s, ns, { count: cfg.historyJobs, capMs: cfg.capMs, mode: "default", checkpoint: true }) },
+      measure: (s, ns) => processJobs(s, ns, { count: cfg.historyJobs, capMs: cfg.capMs, mode: "default", checkpoint: true, analyze: false }) },
     { id: "history_raw", group: "history", title: `history: ${cfg.historyRows.toLocaleString("en")} done/dead rows, never vacuumed or analysed`, unit: "jobs/s", higher: true, systems: ["errand"],
       measure: async (s, ns) => {
         let seconds;
-        const result = await processJobs(s, ns, { count: cfg.historyJobs, capMs: cfg.capMs, mode: "default", keep: true, checkpoint: true, before: async (n) => void (seconds = await history(n, cfg.historyRows)) });
+        const result = await processJobs(s, ns, { count: cfg.historyJobs, capMs: cfg.capMs, mode: "default", keep: true, checkpoint: true, analyze: false, before: async (n) => void (seconds = await history(n, cfg.historyRows)) });
         historyKept = ns;
         return { ...result, generateSeconds: seconds };
       } },
@@ -499,7 +503,7 @@ export function scenarios(cfg) {
         const ns = historyKept;
         historyKept = undefined;
         try {
-          return await processJobs(s, ns, { count: cfg.historyJobs, capMs: cfg.capMs, mode: "default", reuse: true, checkpoint: true, before: async (n) => {
+          return await processJobs(s, ns, { count: cfg.historyJobs, capMs: cfg.capMs, mode: "default", reuse: true, checkpoint: true, analyze: false, before: async (n) => {
             await withPg(async (c) => {
               await c.query(`UPDATE "${n}".done_jobs SET kind = 'bench_history' WHERE kind = 'bench'`); // the last run's jobs are history now
               await c.query(`VACUUM ANALYZE "${n}".jobs`);
