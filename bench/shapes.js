@@ -19,6 +19,11 @@
 //              lease or state indexes) and pages 45 % full, so the new version fits beside
 //              the old. An upper bound: with no running rows the claim's read of the ready
 //              index skips nothing, where a worker's would step over the jobs it holds.
+//   movebatch  move, but the history keeps one row per completion, not per job: the batch's
+//              rows as one array of the jobs table's row type (TOASTed, pglz), its first and
+//              last id (a btree on the first, for a lookup by id) and finished_at. Where
+//              each moved job costs a heap insert and its index entries, a batch costs one.
+//   movebatchlz4  the same, the array compressed with lz4
 //   …held      (movehotheld, moveheld) the same, each batch completed only after the next
 //              claim: the claim reads from the start of the ready index over the batch
 //              still running, as a worker without a claim floor would over its buffer.
@@ -60,6 +65,10 @@ function completion(shape, s) {
   const held = "j.id = ANY($1::bigint[]) AND j.status = 'running' AND j.locked_by = 'w'";
   if (shape.startsWith("update")) return `UPDATE ${s}.jobs j SET status = 'done', locked_until = NULL, locked_by = NULL, finished_at = now() WHERE ${held}`;
   if (shape === "delete") return `DELETE FROM ${s}.jobs j WHERE ${held}`;
+  if (shape.startsWith("movebatch")) {
+    return `WITH moved AS (DELETE FROM ${s}.jobs j WHERE ${held} RETURNING j.*)
+      INSERT INTO ${s}.history (first_id, last_id, jobs) SELECT min(id), max(id), array_agg(ROW(moved.*)::${s}.jobs) FROM moved HAVING count(*) > 0`;
+  }
   return `WITH moved AS (DELETE FROM ${s}.jobs j WHERE ${held} RETURNING j.*) INSERT INTO ${s}.history SELECT ${historyRow} FROM moved`;
 }
 
@@ -71,8 +80,13 @@ async function run(shape, round) {
   await c.connect();
   try {
     if (shape === "update50") await c.query(`ALTER TABLE ${s}.jobs SET (fillfactor = 50)`);
-    if (shape.startsWith("move")) await c.query(`CREATE TABLE ${s}.history (LIKE ${s}.jobs INCLUDING DEFAULTS)`);
-    if (shape.startsWith("move") && shape !== "movebrin") await c.query(`ALTER TABLE ${s}.history ADD PRIMARY KEY (id)`);
+    if (shape.startsWith("movebatch")) {
+      const compression = shape === "movebatchlz4" ? "lz4" : "pglz";
+      await c.query(`CREATE TABLE ${s}.history (finished_at timestamptz NOT NULL DEFAULT now(), first_id bigint NOT NULL, last_id bigint NOT NULL,
+        jobs ${s}.jobs[] COMPRESSION ${compression} NOT NULL)`);
+      await c.query(`CREATE INDEX ON ${s}.history (first_id)`);
+    } else if (shape.startsWith("move")) await c.query(`CREATE TABLE ${s}.history (LIKE ${s}.jobs INCLUDING DEFAULTS)`);
+    if (shape.startsWith("move") && shape !== "movebrin" && !shape.startsWith("movebatch")) await c.query(`ALTER TABLE ${s}.history ADD PRIMARY KEY (id)`);
     if (shape === "moveplain") await c.query(`ALTER TABLE ${s}.jobs DROP CONSTRAINT jobs_dedupe_key_key`);
     if (shape === "movenodedup") await c.query(`ALTER INDEX ${s}.jobs_dedupe_key_key SET (deduplicate_items = off)`);
     if (shape === "movebrin") await c.query(`CREATE INDEX ON ${s}.history USING brin (finished_at)`);
