@@ -56,7 +56,7 @@ export function register(program: Command): void {
             }
           },
         )
-        .option("--prefetch <n>", "jobs claimed ahead of free slots (default adaptive: a quarter second of recent throughput, up to 1000, none when nothing finished lately; buffered jobs unstarted after 1 s go back)", intArg(0, 10_000))
+        .option("--prefetch <n>", "jobs claimed ahead of free slots (default adaptive: a quarter second of recent throughput, up to 2000, none when nothing finished lately; buffered jobs unstarted after 1 s go back)", intArg(0, 10_000))
         .option("--lease <seconds>", `lease per job, extended by heartbeats (default ${inSeconds(defaults.defaultLeaseMs)}); with --jetstream, the consumer's ack wait (default 30)`, secondsArg(false))
         .option("--heartbeat-interval <seconds>", "how often leases are extended (default a third of the lease)", secondsArg(false))
         .option("--rescue-interval <seconds>", `how often expired leases are rescued, 0 = never (default ${inSeconds(defaults.defaultRescueIntervalMs)})`, secondsArg())
