@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Tries errand worker settings side by side (interleaved, medians), to choose "best" and
 // to measure proposed defaults before they are proposed:
-//   node bench/tune.js --jobs 30000 --runs 3 '{"concurrency":10,"prefetch":10}' '{"concurrency":100,"prefetch":1000}'
+//   node bench/tune.js --jobs 30000 --runs 3 '{"concurrency":10,"prefetch":10}' '{"concurrency":100,"prefetch":2000}'
 // --workers N runs N worker processes per try (as eight_workers does), each with the settings.
 import { parseArgs } from "node:util";
 import { median } from "./lib/common.js";
