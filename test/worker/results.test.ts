@@ -146,6 +146,9 @@ describe("progress", () => {
       const waiting = t.errand.waitFor(id, { onProgress: (progress) => reported.push(progress) });
       // Visible in getJob while the job runs.
       await eventually(async () => isDeepStrictEqual((await t.errand.getJob(id))?.progress, { done: 1000, of: 2000 }), 10_000, "the first half's progress");
+      // And to the waiter, before the handler goes on: a value it reads only after the job
+      // finished is one it may skip (see WaitOptions.onProgress).
+      await eventually(async () => reported.some((p) => isDeepStrictEqual(p, { done: 1000, of: 2000 })), 10_000, "onProgress to see the first half");
       step();
       const job: Job = await waiting;
       // The last report, made just before returning, went with the completion.
