@@ -85,8 +85,10 @@ async function run(shape, round) {
       await c.query(`CREATE TABLE ${s}.history (finished_at timestamptz NOT NULL DEFAULT now(), first_id bigint NOT NULL, last_id bigint NOT NULL,
         jobs ${s}.jobs[] COMPRESSION ${compression} NOT NULL)`);
       await c.query(`CREATE INDEX ON ${s}.history (first_id)`);
-    } else if (shape.startsWith("move")) await c.query(`CREATE TABLE ${s}.history (LIKE ${s}.jobs INCLUDING DEFAULTS)`);
-    if (shape.startsWith("move") && shape !== "movebrin" && !shape.startsWith("movebatch")) await c.query(`ALTER TABLE ${s}.history ADD PRIMARY KEY (id)`);
+    } else if (shape.startsWith("move")) {
+      await c.query(`CREATE TABLE ${s}.history (LIKE ${s}.jobs INCLUDING DEFAULTS)`);
+      if (shape !== "movebrin") await c.query(`ALTER TABLE ${s}.history ADD PRIMARY KEY (id)`);
+    }
     if (shape === "moveplain") await c.query(`ALTER TABLE ${s}.jobs DROP CONSTRAINT jobs_dedupe_key_key`);
     if (shape === "movenodedup") await c.query(`ALTER INDEX ${s}.jobs_dedupe_key_key SET (deduplicate_items = off)`);
     if (shape === "movebrin") await c.query(`CREATE INDEX ON ${s}.history USING brin (finished_at)`);

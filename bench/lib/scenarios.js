@@ -246,7 +246,7 @@ export async function processJobs(system, ns, { count, capMs, mode, workers = 1,
   return { value, handlerRate, ...tail, handled, completed, reached, cpuUsPerJob, pgCpuUsPerJob, walBytesPerJob: wal?.bytes ?? null, walRecordsPerJob: wal?.records ?? null, walFpiPerJob: wal?.fpi ?? null, maxRssMB: Math.max(...results.map((r) => r.maxRssMB)), stopMs: Math.max(...results.map((r) => r.stopMs)) };
 }
 
-/** The raw-SQL ceiling by pgbench: the seed's table (bench/systems/raw.js), filled the same way. */
+/** The raw-SQL ceiling by pgbench: the seed's table (bench/systems/raw.js), filled and analysed the same way. */
 async function pgbenchJobs(ns, { count, clients }) {
   const adapter = await adapterFor("raw", ns);
   await adapter.setup();
