@@ -13,6 +13,27 @@ async function adapterFor(system, ns, producer = {}) {
 }
 
 /**
+ * One system's adapters in several namespaces, used as one (processJobs' `schemaEach`): set
+ * up, probed, counted and dropped together; `parts` to fill each on its own.
+ */
+async function spread(system, namespaces) {
+  const parts = await Promise.all(namespaces.map((n) => adapterFor(system, n)));
+  const each = (fn) => Promise.all(parts.map(fn));
+  const sum = (values) => values.reduce((s, n) => s + n, 0);
+  return {
+    parts,
+    setup: () => each((a) => a.setup()),
+    close: () => each((a) => a.close()),
+    teardown: () => each((a) => a.teardown()),
+    completed: async () => sum(await each((a) => a.completed())),
+    async probe(seeded) {
+      const probes = await each((a) => a.probe(seeded / parts.length));
+      return { unfinished: async () => sum(await Promise.all(probes.map((p) => p.unfinished()))), close: () => Promise.all(probes.map((p) => p.close())) };
+    },
+  };
+}
+
+/**
  * Fills the queue with `count` no-op jobs through the system's own bulk API (not timed).
  * `keys`: spread over that many concurrency keys; `batched`: each 1,000 as one batch with a callback (errand);
  * `queue`: into that queue (errand; else its default).
@@ -137,33 +158,38 @@ async function walSoFar() {
  * CHECKPOINT after `before`, so that the server is not still writing out what it wrote (a generated history) while the run is timed.
  * `warm`: each worker process first runs that many jobs in a namespace of its own (see warmUp in bench/child.js), set up here.
  * `queueEach` (errand): worker process i serves queue `q<i>` alone, which holds its share of the jobs: no claim is shared.
+ * `schemaEach`: worker process i works in a namespace of its own (`<ns>_s<i>`), which holds its
+ * share of the jobs: nothing is shared but the server and the machine.
  * `analyze`: the namespace's tables are analysed once filled (see analyzeSchema), for every
  * PostgreSQL system alike; false where a never-analysed table is what the scenario measures.
  */
-export async function processJobs(system, ns, { count, capMs, mode, workers = 1, before, reuse = false, keep = false, keys, batched = false, env, checkpoint = false, warm, queueEach = false, analyze = true }) {
+export async function processJobs(system, ns, { count, capMs, mode, workers = 1, before, reuse = false, keep = false, keys, batched = false, env, checkpoint = false, warm, queueEach = false, schemaEach = false, analyze = true }) {
   if (system === "pgbench") return pgbenchJobs(ns, { count, clients: mode === "best" ? 4 : 1 });
-  const adapter = await adapterFor(system, ns);
+  const nsOf = (index) => (schemaEach ? `${ns}_s${index}` : ns);
+  const namespaces = schemaEach ? Array.from({ length: workers }, (_, index) => nsOf(index)) : [ns];
+  const adapter = schemaEach ? await spread(system, namespaces) : await adapterFor(system, ns);
   if (!reuse) await adapter.setup();
   if (before) await before(ns);
   if (checkpoint) await withPg((c) => c.query("CHECKPOINT"));
   // Here, before any worker runs: graphile-worker's workers stop when another schema of the
   // database is migrated (its notice of a breaking migration names no schema).
   for (let index = 0; warm && index < workers; index++) {
-    const warming = await adapterFor(system, warmNamespace(ns, index));
+    const warming = await adapterFor(system, warmNamespace(nsOf(index), index));
     await warming.setup();
     await warming.close();
   }
   const queueOf = (index) => (queueEach ? `q${index}` : undefined);
-  const tasks = Array.from({ length: workers }, (_, index) => ({ role: "worker", system, ns, mode, env, warm, index, queue: queueOf(index) }));
+  const tasks = Array.from({ length: workers }, (_, index) => ({ role: "worker", system, ns: nsOf(index), mode, env, warm, index, queue: queueOf(index) }));
   let stopSampling = null;
   let probe;
   let walBefore;
   /** Fills the queue and starts measuring: before the workers start, or once they are warm (nothing of their warm-up counted). */
   const begin = async () => {
     if (queueEach) for (let index = 0; index < workers; index++) await seed(adapter, count / workers, keys, batched, queueOf(index));
+    else if (schemaEach) for (const part of adapter.parts) await seed(part, count / workers, keys, batched);
     else await seed(adapter, count, keys, batched);
     await adapter.close();
-    if (analyze && system !== "bullmq") await analyzeSchema(ns);
+    if (analyze && system !== "bullmq") for (const name of namespaces) await analyzeSchema(name);
     // PostgreSQL's CPU (every postgres process on this machine, none when the server is
     // elsewhere) per handled job, in µs, start-up and shutdown included: beside the workers'
     // own, where a run's CPU goes.
@@ -431,6 +457,11 @@ export function scenarios(cfg) {
     // processes and their backends sharing the machine's cores.
     { id: "eight_queues_warm", title: `8 warmed worker processes, each on a queue of its own (no shared claim), best settings`, unit: "jobs/s", higher: true, systems: ["errand"],
       measure: (s, ns) => processJobs(s, ns, { count: cfg.processBest, capMs: cfg.capMs, mode: "best", workers: 8, warm: cfg.warmJobs, queueEach: true }) },
+    // errand: the same 8 processes, each in a schema of its own with an eighth of the jobs:
+    // nothing shared but the server and the machine's 2 cores. Against one_worker_warm: what
+    // 8 processes cost on this machine, before any table or claim is shared.
+    { id: "eight_schemas_warm", title: `8 warmed worker processes, each in a schema of its own (nothing shared), best settings`, unit: "jobs/s", higher: true, systems: ["errand"],
+      measure: (s, ns) => processJobs(s, ns, { count: cfg.processBest, capMs: cfg.capMs, mode: "best", workers: 8, warm: cfg.warmJobs, schemaEach: true }) },
     { id: "idle_workers", title: `${cfg.idleWorkers} idle worker processes at rest: PostgreSQL CPU, % of one core`, unit: "%", higher: false, systems: ["errand"],
       measure: (s, ns) => idleCost(s, ns, { workers: cfg.idleWorkers, seconds: cfg.idleSeconds, warmSeconds: cfg.idleWarmSeconds }) },
     // The cost of long-running work's features per job, beside process_default (same count and settings).
