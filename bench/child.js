@@ -6,12 +6,14 @@
 //   → {type:"ready"}, then {type:"progress",count} every 25 ms, and after "tail" also as soon
 //   as jobs come in; on "stop" → {type:"result",…}
 //   node child.js '{"role":"enqueue-one"|"enqueue-bulk","system":…,"ns":…,"count":N,"batch":B}'
+//   (enqueue-one with "callers":C: C loops at once, over a pool of C connections)
 //   → {type:"result", count, ms}
 import { sleep, wallMs, warmNamespace } from "./lib/common.js";
 
 const task = JSON.parse(process.argv[2]);
 const adapter = await import(`./systems/${task.system}.js`);
-const system = adapter.create(task.ns);
+const callers = task.callers ?? 1;
+const system = adapter.create(task.ns, callers > 1 ? { connections: callers } : {});
 
 // If run.js goes away (it timed out or was killed), do not linger.
 process.on("disconnect", () => process.exit(1));
@@ -19,9 +21,15 @@ process.on("disconnect", () => process.exit(1));
 const send = (message) => new Promise((resolve) => process.send(message, resolve));
 
 async function enqueueOne() {
-  for (let i = 0; i < 20; i++) await system.enqueueOne({ warmup: i }); // connect and prepare first
+  // Connect and prepare first (every connection of the pool, when callers run at once).
+  await Promise.all(Array.from({ length: callers }, async (_, c) => {
+    for (let i = 0; i < 20; i++) await system.enqueueOne({ warmup: i, c });
+  }));
+  let next = 0;
   const start = wallMs();
-  for (let i = 0; i < task.count; i++) await system.enqueueOne({ i });
+  await Promise.all(Array.from({ length: callers }, async () => {
+    while (next < task.count) await system.enqueueOne({ i: next++ });
+  }));
   const ms = wallMs() - start;
   await system.close();
   await send({ type: "result", count: task.count, ms });

@@ -27,9 +27,9 @@ const { values: args } = parseArgs({
 // machine lasted under half a second, mostly ramp-up). smallJobs: the limits and relay
 // scenarios, whose rates are a tenth of plain processing's.
 const cfg = args.smoke
-  ? { runs: 1, enqueueOne: 50, enqueueBulk: 3_000, processDefault: 1_000, processBest: 2_000, smallJobs: 1_000, capDefaultMs: 1_500, capMs: 10_000,
+  ? { runs: 1, enqueueOne: 50, enqueueConcurrent: 500, enqueueBulk: 3_000, processDefault: 1_000, processBest: 2_000, smallJobs: 1_000, capDefaultMs: 1_500, capMs: 10_000,
       latencySeconds: 1, latencyRate: 50, latencyHighSeconds: 0.5, latencyHighRate: 5_000, idleWorkers: 5, idleSeconds: 2, idleWarmSeconds: 0, historyRows: 10_000, historyJobs: 1_000, warmJobs: 500 }
-  : { runs: 3, enqueueOne: 1_000, enqueueBulk: 50_000, processDefault: 100_000, processBest: 100_000, smallJobs: 20_000, capDefaultMs: 8_000, capMs: 30_000,
+  : { runs: 3, enqueueOne: 1_000, enqueueConcurrent: 20_000, enqueueBulk: 50_000, processDefault: 100_000, processBest: 100_000, smallJobs: 20_000, capDefaultMs: 8_000, capMs: 30_000,
       latencySeconds: 8, latencyRate: 50, latencyHighSeconds: 4, latencyHighRate: 5_000, idleWorkers: 50, idleSeconds: 30, idleWarmSeconds: 35, historyRows: 10_000_000, historyJobs: 100_000, warmJobs: 25_000 };
 if (args.runs) cfg.runs = Number(args.runs);
 if (args["history-rows"]) cfg.historyRows = Number(args["history-rows"]); // e.g. 2000000: a quicker history scenario

@@ -81,11 +81,11 @@ function bullmqGlobalConcurrency(n) {
   };
 }
 
-async function enqueue(role, system, ns, count, batch) {
+async function enqueue(role, system, ns, count, batch, callers) {
   const adapter = await adapterFor(system, ns);
   await adapter.setup();
   await adapter.close();
-  const result = await spawnChild({ role, system, ns, count, batch }).finish();
+  const result = await spawnChild({ role, system, ns, count, batch, callers }).finish();
   const adapter2 = await adapterFor(system, ns);
   await adapter2.teardown();
   await adapter2.close();
@@ -299,6 +299,8 @@ async function pgbenchJobs(ns, { count, clients }) {
  * offered to ~2,000 jobs/s. `committedPerSecond` says what the producer really reached.
  */
 const maxInFlight = 64;
+/** enqueue_concurrent's callers, each with a connection: a web server's requests, as latency_5k's producer. */
+const concurrentCallers = 32;
 const producerConnections = 32;
 const heldEvery = 10;
 /** How long latency_held's transactions stay open after their insert: a slow web request. */
@@ -427,6 +429,8 @@ export function scenarios(cfg) {
   return [
     { id: "enqueue_one", title: "enqueue one at a time", unit: "jobs/s", higher: true, systems: peers,
       measure: (s, ns) => enqueue("enqueue-one", s, ns, cfg.enqueueOne) },
+    { id: "enqueue_concurrent", title: `enqueue one at a time from ${concurrentCallers} callers at once`, unit: "jobs/s", higher: true, systems: peers,
+      measure: (s, ns) => enqueue("enqueue-one", s, ns, cfg.enqueueConcurrent, undefined, concurrentCallers) },
     { id: "enqueue_bulk", title: "bulk enqueue, 1,000 per call", unit: "jobs/s", higher: true, systems: peers,
       measure: (s, ns) => enqueue("enqueue-bulk", s, ns, cfg.enqueueBulk, 1000) },
     { id: "process_default", title: "process, default settings", unit: "jobs/s", higher: true, systems: processing,

@@ -10,11 +10,11 @@ export const settings = {
   latency: { clients: 1, batch: 100 },
 };
 
-/** The seed's table in its own schema. */
-export function create(ns) {
+/** The seed's table in its own schema; `connections`: its pool size (10 when unset). */
+export function create(ns, { connections = 10 } = {}) {
   const t = `"${ns}".jobs`;
   let pool;
-  const open = () => (pool ??= new pg.Pool({ connectionString: pgUrl, max: 10 }));
+  const open = () => (pool ??= new pg.Pool({ connectionString: pgUrl, max: connections }));
   const insert = { name: `raw_insert_${ns}`, text: `INSERT INTO ${t} (kind, payload) SELECT 'bench', p FROM unnest($1::jsonb[]) AS p` };
   return {
     async setup() {
