@@ -248,7 +248,9 @@ CREATE FUNCTION errand.notify_jobs() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 BEGIN
-  PERFORM pg_notify('errand_jobs_errand', floor(extract(epoch FROM now()) * 1000000)::bigint::text);
+  IF current_setting('errand.jobs_notice', true) IS DISTINCT FROM 'after' THEN
+    PERFORM pg_notify('errand_jobs_errand', floor(extract(epoch FROM now()) * 1000000)::bigint::text);
+  END IF;
   RETURN NULL;
 END;
 $$;

@@ -12,8 +12,8 @@ import type { ResolvedKind } from "./options.js";
 import { checkConcurrencyKey } from "./limits.js";
 import { serialisePayload } from "./payload.js";
 import { type RetryPolicy, resolveRetryPolicy } from "./retry-policy.js";
-import { queriesFor } from "./sql/jobs.js";
-import { limitQueriesFor } from "./sql/limits.js";
+import { type Queries, queriesFor } from "./sql/jobs.js";
+import { keyedNotice, limitQueriesFor } from "./sql/limits.js";
 import { checkDate, checkKeys, checkMaxAttempts, checkQueueName, checkText, integer, nonNegativeMs, timeoutMs } from "./validate.js";
 
 /** Options for one job at enqueue time. */
@@ -88,6 +88,16 @@ export interface EnqueueTarget {
   readonly maxPayloadBytes: number;
   /** Payload schemas by kind (from `defineJobs`), checked before anything is written. */
   readonly schemas: ReadonlyMap<string, StandardSchemaV1>;
+  /** The client's enqueues on its own connection now in flight, and the notices sent after their commits. */
+  readonly own: OwnEnqueues;
+}
+
+/** See {@link EnqueueTarget.own}. */
+export interface OwnEnqueues {
+  /** Enqueues on errand's own connection that have not returned yet. */
+  running: number;
+  /** Notices sent after an enqueue's commit and not yet through (see announce): the client's close() waits for them. */
+  readonly announcing: Set<Promise<void>>;
 }
 
 const specKeys = ["kind", "payload", "runAt", "delay", "maxAttempts", "priority", "dedupeKey", "dedupe", "retry", "timeoutMs", "queue", "concurrencyKey"];
@@ -96,6 +106,13 @@ const specKeys = ["kind", "payload", "runAt", "delay", "maxAttempts", "priority"
  * Enqueues `specs` in one statement (one round trip), on `db` when given (the caller's
  * transaction), else on the client's driver. Results are in input order. Nothing is
  * written unless every spec is valid.
+ *
+ * The workers' notices: in the caller's transaction the insert trigger sends them at its
+ * commit (and the keyed notice follows the insert). So does an enqueue on errand's own
+ * connection while no other is in flight. Beside another, the insert returns them instead
+ * and they follow its commit in a statement of their own, which waits for no WAL flush: a
+ * notice sent at an insert's commit makes concurrent enqueues commit one at a time
+ * (migration 023), while one sent after it reaches the workers a round trip later.
  */
 export async function enqueueJobs(target: EnqueueTarget, specs: readonly JobSpec[], options: { readonly db?: Queryable | undefined; readonly single?: boolean }): Promise<EnqueueResult[]> {
   if (!Array.isArray(specs)) throw new ValidationError("jobs", "must be an array");
@@ -105,16 +122,76 @@ export async function enqueueJobs(target: EnqueueTarget, specs: readonly JobSpec
   const { json, dedupeKeys, entries, replacing, keyed } = encodeJobs(checked, target.kinds, target.maxPayloadBytes, options.single === true);
   const queries = queriesFor(target.schema);
   const on = options.db;
-  const run = <Row>(statement: Statement, params: readonly unknown[]) => (on ? on.query<Row>(statement.text, params) : target.driver.run<Row>(statement, params));
-  const results = await insertJobs(json, dedupeKeys, entries, replacing, run, queries);
-  // After the insert (on the same transaction, if any: delivered at its commit), so a
-  // worker woken by it sees the jobs. Only keyed inserts pay this round trip.
-  if (keyed) await run(limitQueriesFor(target.schema).announceKeyed, []);
-  return results;
+  /** The insert with the trigger's notice at its commit. */
+  const notifying = async (run: Run): Promise<EnqueueResult[]> => {
+    const results = await insertJobs(json, dedupeKeys, entries, replacing, run, queries);
+    // After the insert, on the same transaction if any: delivered at its commit, so a
+    // worker woken by it sees the jobs. Only keyed inserts pay this round trip.
+    if (keyed) await run(limitQueriesFor(target.schema).announceKeyed, []);
+    return results;
+  };
+  if (on) return notifying((statement, params) => on.query(statement.text, params));
+  const own = target.own;
+  if (own.running === 0) {
+    own.running++;
+    try {
+      return await notifying((statement, params) => target.driver.run(statement, params));
+    } finally {
+      own.running--;
+    }
+  }
+  const notices = new Set<string>();
+  const run: Run = async <Row>(statement: Statement, params: readonly unknown[]) => {
+    const result = await target.driver.run<Row & InsertNotices>(statement, params);
+    const row = result.rows[0];
+    if (row?.start_notice) notices.add(row.start_notice);
+    if (row?.past_notice) notices.add(row.past_notice);
+    return result;
+  };
+  own.running++;
+  try {
+    const results = await insertJobs(json, dedupeKeys, entries, replacing, run, afterStatements(queries));
+    if (keyed) notices.add(keyedNotice);
+    return results;
+  } finally {
+    own.running--;
+    // Also when a second statement of a keyed enqueue failed: the first one's jobs are in.
+    if (notices.size > 0) announce(target, queries, [...notices]);
+  }
 }
 
+/**
+ * Sends an enqueue's notices once its insert has committed, without holding up the caller:
+ * its next enqueue goes on beside them (awaited, they would add a round trip to each of a
+ * caller's enqueues one after another). Never rejects: the jobs are committed, and a notice
+ * lost costs only time (the workers' resting poll finds the jobs).
+ */
+function announce(target: EnqueueTarget, queries: Queries, notices: readonly string[]): void {
+  const sending: Promise<void> = target.driver
+    .run(queries.announceJobs, [notices])
+    .then(
+      () => {},
+      () => {},
+    )
+    .finally(() => target.own.announcing.delete(sending));
+  target.own.announcing.add(sending);
+}
+
+/** The notices an enqueue statement on errand's own connection returns (see insertNotice in src/sql/jobs.ts). */
+interface InsertNotices {
+  readonly start_notice?: string;
+  readonly past_notice?: string | null;
+}
+
+/** The insert statements that leave the notices to errand (see insertNotice). */
+function afterStatements(queries: Queries): InsertStatements {
+  return { enqueuePlain: queries.enqueuePlainAfter, enqueue: queries.enqueueAfter, findByDedupeKeys: queries.findByDedupeKeys };
+}
+
+type InsertStatements = Pick<Queries, "enqueuePlain" | "enqueue" | "findByDedupeKeys">;
+
 /** The insert of encoded jobs: the plain statement when no job has a dedupe key, else the keyed one. */
-async function insertJobs(json: string, dedupeKeys: readonly (string | null)[], entries: readonly string[], replacing: readonly boolean[], run: Run, queries: ReturnType<typeof queriesFor>): Promise<EnqueueResult[]> {
+async function insertJobs(json: string, dedupeKeys: readonly (string | null)[], entries: readonly string[], replacing: readonly boolean[], run: Run, queries: InsertStatements): Promise<EnqueueResult[]> {
   if (dedupeKeys.every((key) => key === null)) {
     const { rows } = await run<{ ids: (string | number)[] }>(queries.enqueuePlain, [json]);
     return rows[0]!.ids.map((id) => ({ id: String(id), duplicate: false }));
@@ -134,7 +211,7 @@ async function insertJobs(json: string, dedupeKeys: readonly (string | null)[], 
 type Run = <Row>(statement: Statement, params: readonly unknown[]) => Promise<{ rows: Row[] }>;
 
 /** The `enqueue` statement for a batch with dedupe keys, duplicates resolved to their holders' ids. */
-async function enqueueKeyed(json: string, dedupeKeys: readonly (string | null)[], run: Run, queries: ReturnType<typeof queriesFor>): Promise<EnqueueResult[]> {
+async function enqueueKeyed(json: string, dedupeKeys: readonly (string | null)[], run: Run, queries: InsertStatements): Promise<EnqueueResult[]> {
   const { rows } = await run<{ ids: (string | number | null)[]; duplicates: boolean[]; replaced: boolean[] }>(queries.enqueue, [json]);
   const { ids, duplicates, replaced } = rows[0]!;
   const results = ids.map((id, i) => ({ id: id === null ? null : String(id), duplicate: duplicates[i]!, replaced: replaced[i]! }));

@@ -5,6 +5,9 @@ import { cancelNotice, channelFor, memoisePerSchema, qualified, returnedNotice, 
 export interface Queries {
   readonly enqueue: Statement;
   readonly enqueuePlain: Statement;
+  readonly enqueueAfter: Statement;
+  readonly enqueuePlainAfter: Statement;
+  readonly announceJobs: Statement;
   readonly findByDedupeKeys: Statement;
   readonly claim: Statement;
   readonly claimFrom: Statement;
@@ -178,34 +181,8 @@ function build(s: string, channel: string, waitChannel: string): Queries {
           locked_until = NULL, locked_by = NULL
       WHERE j.id = ANY($1::bigint[]) AND ${heldAttempt} = ${attempt}
         AND j.status = 'running' AND j.locked_by = $3`;
-  return {
-    /*
-     * enqueue — inserts n jobs in one statement. Ids are drawn first so each input row
-     * can be matched to its job. Rows without a dedupe key (they cannot conflict) go in
-     * by a plain INSERT: ON CONFLICT makes every row a speculative insertion, ~10 % of a
-     * bulk enqueue. For the keyed rows:
-     * - keys: the jobs that carry the batch's keys (one probe of the unique index per
-     *   key), and whether each still holds its key (its mode's states or ttl, see holdsKey).
-     * - released: the ones that no longer hold it give it up (dedupe_key = NULL), found by
-     *   ctid and checked again on their latest version. This is the only place a key is
-     *   released: the workers' statements never touch it.
-     * - inserted: ON CONFLICT (dedupe_key) DO NOTHING: a key still held is a duplicate, and
-     *   a key twice in the batch makes one job, the first row's. It reads released first
-     *   (the count), so that it sees the keys given up.
-     * - replaced: a key with 'replace' rows makes one row: the first one's id with the last
-     *   one's payload and options (the latest wins). ON CONFLICT DO UPDATE the holder with
-     *   them while it is ready (not yet claimed); a running holder is left alone. Rows of
-     *   other modes with that key in the batch are its duplicates.
-     * A duplicate returns the holder's id when this snapshot sees it holding the key (from
-     * keys; else null: the caller looks it up again, see findByDedupeKeys). The sequence is looked up
-     * once per statement. The jobs arrive as one JSON array (one value to send and to
-     * parse; payloads stay jsonb, not re-parsed from text):
-     * $1 a JSON array of jobs (see jobInput)
-     * one row: ids (in input order; null where a duplicate's job was not visible), duplicates,
-     * replaced (one row of arrays: 1,000 rows cost the client more to read than the insert);
-     * jobs written with a run_at in the past are announced (see pastRunAtNotice)
-     */
-    enqueue: statement(`
+  /** The enqueue statement's text; `after`: errand sends the notices after the commit (see insertNotice). */
+  const enqueueText = (after: boolean): string => `
       WITH input AS (
         SELECT nextval((SELECT pg_get_serial_sequence('${jobs}', 'id')::regclass)) AS id, j.*
         FROM ${jobInput(true)} AS j
@@ -252,9 +229,49 @@ function build(s: string, channel: string, waitChannel: string): Queries {
                        ORDER BY input.ord) AS ids,
              array_agg(input.dedupe_key IS NOT NULL AND w.id IS DISTINCT FROM input.id ORDER BY input.ord) AS duplicates,
              array_agg(input.dedupe_mode IS NOT DISTINCT FROM 'replace' AND w.id <> input.id ORDER BY input.ord) AS replaced,
-             ${pastRunAtNotice(channel, "SELECT run_at FROM plain UNION ALL SELECT run_at FROM inserted UNION ALL SELECT run_at FROM replaced")}
+             ${insertNotice(channel, "SELECT run_at FROM plain UNION ALL SELECT run_at FROM inserted UNION ALL SELECT run_at FROM replaced", after)}
       FROM input LEFT JOIN written w ON w.dedupe_key = input.dedupe_key
-      LEFT JOIN keys h ON h.dedupe_key = input.dedupe_key AND h.holds`),
+      LEFT JOIN keys h ON h.dedupe_key = input.dedupe_key AND h.holds
+`;
+  /** The enqueuePlain statement's text; `after` as enqueueText's. */
+  const enqueuePlainText = (after: boolean): string => `
+      WITH inserted AS (
+        INSERT INTO ${jobs} (kind, payload, run_at, max_attempts, priority, retry, timeout_ms, queue, concurrency_key)
+        SELECT kind, payload, run_at, max_attempts, priority, retry, timeout_ms, queue, concurrency_key
+        FROM ${jobInput(false)} AS input
+        RETURNING id, run_at
+      )
+      SELECT array_agg(id ORDER BY id) AS ids, ${insertNotice(channel, "SELECT run_at FROM inserted", after)} FROM inserted
+`;
+  return {
+    /*
+     * enqueue — inserts n jobs in one statement. Ids are drawn first so each input row
+     * can be matched to its job. Rows without a dedupe key (they cannot conflict) go in
+     * by a plain INSERT: ON CONFLICT makes every row a speculative insertion, ~10 % of a
+     * bulk enqueue. For the keyed rows:
+     * - keys: the jobs that carry the batch's keys (one probe of the unique index per
+     *   key), and whether each still holds its key (its mode's states or ttl, see holdsKey).
+     * - released: the ones that no longer hold it give it up (dedupe_key = NULL), found by
+     *   ctid and checked again on their latest version. This is the only place a key is
+     *   released: the workers' statements never touch it.
+     * - inserted: ON CONFLICT (dedupe_key) DO NOTHING: a key still held is a duplicate, and
+     *   a key twice in the batch makes one job, the first row's. It reads released first
+     *   (the count), so that it sees the keys given up.
+     * - replaced: a key with 'replace' rows makes one row: the first one's id with the last
+     *   one's payload and options (the latest wins). ON CONFLICT DO UPDATE the holder with
+     *   them while it is ready (not yet claimed); a running holder is left alone. Rows of
+     *   other modes with that key in the batch are its duplicates.
+     * A duplicate returns the holder's id when this snapshot sees it holding the key (from
+     * keys; else null: the caller looks it up again, see findByDedupeKeys). The sequence is looked up
+     * once per statement. The jobs arrive as one JSON array (one value to send and to
+     * parse; payloads stay jsonb, not re-parsed from text):
+     * $1 a JSON array of jobs (see jobInput)
+     * one row: ids (in input order; null where a duplicate's job was not visible), duplicates,
+     * replaced (one row of arrays: 1,000 rows cost the client more to read than the insert);
+     * jobs written with a run_at in the past are announced (see insertNotice)
+     */
+    enqueue: statement(enqueueText(false)),
+    enqueueAfter: statement(enqueueText(true)),
 
     /*
      * enqueuePlain — enqueue for a batch with no dedupe key (the common case): nothing can
@@ -264,14 +281,15 @@ function build(s: string, channel: string, waitChannel: string): Queries {
      * $1 as enqueue's (dedupe_key always null); one row: ids. Announces jobs with a run_at
      * in the past as enqueue does.
      */
-    enqueuePlain: statement(`
-      WITH inserted AS (
-        INSERT INTO ${jobs} (kind, payload, run_at, max_attempts, priority, retry, timeout_ms, queue, concurrency_key)
-        SELECT kind, payload, run_at, max_attempts, priority, retry, timeout_ms, queue, concurrency_key
-        FROM ${jobInput(false)} AS input
-        RETURNING id, run_at
-      )
-      SELECT array_agg(id ORDER BY id) AS ids, ${pastRunAtNotice(channel, "SELECT run_at FROM inserted")} FROM inserted`),
+    enqueuePlain: statement(enqueuePlainText(false)),
+    enqueuePlainAfter: statement(enqueuePlainText(true)),
+
+    /*
+     * announceJobs — $1 text[]: the notices an enqueue on errand's own connection returned
+     * (see insertNotice), sent once its insert has committed: a transaction that only
+     * notifies does not wait for a WAL flush (migration 023). one row: sent
+     */
+    announceJobs: statement(`SELECT count(pg_notify('${channel}', n)) AS sent FROM unnest($1::text[]) AS n`),
 
     /* findByDedupeKeys — $1 text[]; rows: id, dedupe_key */
     findByDedupeKeys: statement(`SELECT id, dedupe_key FROM ${jobs} WHERE dedupe_key = ANY($1::text[])`),
@@ -848,8 +866,28 @@ function completeMany(s: string, waitChannel: string, withValues: boolean): stri
  * subquery: once per statement, and no notice when no run_at is before now().
  */
 export function pastRunAtNotice(channel: string, runAts: string): string {
-  return `(SELECT pg_notify('${channel}', greatest(0, floor(extract(epoch FROM p.earliest) * 1000000))::bigint::text)
-               FROM (SELECT min(run_at) AS earliest FROM (${runAts}) r) p WHERE p.earliest < now()) IS NULL AS noticed`;
+  return `(SELECT pg_notify('${channel}', n) FROM (SELECT ${pastRunAt(runAts)} AS n) x WHERE n IS NOT NULL) IS NULL AS noticed`;
+}
+
+/** The payload of pastRunAtNotice: the earliest of `runAts` before now() in epoch microseconds, else null. */
+function pastRunAt(runAts: string): string {
+  return `(SELECT greatest(0, floor(extract(epoch FROM p.earliest) * 1000000))::bigint::text
+               FROM (SELECT min(run_at) AS earliest FROM (${runAts}) r) p WHERE p.earliest < now())`;
+}
+
+/**
+ * The notice columns of an enqueue statement. Its insert's own notice, the transaction's
+ * start, comes from the insert trigger (migration 019) at commit, and jobs with a run_at
+ * in the past get one more (see pastRunAtNotice). `after` (errand's own connection, no
+ * caller's transaction): both are returned instead, as `start_notice` and `past_notice`
+ * (null when no run_at is in the past), and the trigger is told to stay silent for this
+ * transaction (migration 023); errand sends them with announceJobs once the insert has committed.
+ */
+function insertNotice(channel: string, runAts: string, after: boolean): string {
+  if (!after) return pastRunAtNotice(channel, runAts);
+  return `${pastRunAt(runAts)} AS past_notice,
+             floor(extract(epoch FROM now()) * 1000000)::bigint::text AS start_notice,
+             set_config('errand.jobs_notice', 'after', true) AS quiet`;
 }
 
 /**

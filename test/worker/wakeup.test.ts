@@ -149,3 +149,47 @@ it("an enqueue of jobs given a run_at in the past also sends the earliest, in mi
   }
 });
 
+
+it("beside another enqueue in flight, errand's own enqueue sends its notice after its commit; alone, at it", async () => {
+  // Each enqueue wakes the workers once either way. Alone, the insert trigger's notice goes
+  // at the commit (the soonest a worker can see the job); beside another, the statement
+  // silences the trigger for its transaction and errand sends the notice once it has
+  // committed (migration 023). The silence ends with that transaction: a plain insert after
+  // it, on the same session where there is only one (PGlite), is notified again.
+  const ran: string[] = [];
+  const driver: Driver = {
+    ...t.errand.driver,
+    run: <Row>(statement: Statement, params: readonly unknown[]) => {
+      ran.push(statement.text);
+      return t.errand.driver.run<Row>(statement, params);
+    },
+    close: async () => {},
+  };
+  const errand = Errand.fromDriver(driver, { schema: t.schema });
+  const after = () => ran.filter((text) => text.includes("errand.jobs_notice")).length;
+  const payloads: string[] = [];
+  const unlisten = await t.errand.driver.listen(channelFor(t.schema), (payload) => payloads.push(payload ?? ""));
+  const sentinel = async (): Promise<void> => {
+    await t.sql(`SELECT pg_notify('${channelFor(t.schema)}', 'sentinel')`);
+    await eventually(() => payloads.includes("sentinel"), 5_000, "the sentinel");
+  };
+  try {
+    const [alone] = await errand.enqueueMany([{ kind: "a", payload: {} }]);
+    expect(after()).toBe(0);
+    const together = await Promise.all([errand.enqueue("b", {}), errand.enqueue("c", {}), errand.enqueue("d", {})]);
+    expect(after()).toBe(2);
+    await errand.close(); // waits for the notices sent after the commits
+    await t.sql(`INSERT INTO ${t.schema}.jobs (kind) VALUES ('e')`);
+    await eventually(() => payloads.length >= 5, 5_000, "five notices");
+    await sentinel();
+    expect(payloads).toHaveLength(6);
+    // Each names its transaction's start, which is its job's run_at.
+    const runAts = await t.sql<{ us: string }>(
+      `SELECT floor(extract(epoch FROM run_at) * 1000000)::bigint::text AS us FROM ${t.schema}.jobs WHERE id = ANY($1::bigint[])`,
+      [[alone!.id, ...together.map((job) => job.id)]],
+    );
+    expect(new Set(payloads.slice(0, 4))).toEqual(new Set(runAts.map((row) => row.us)));
+  } finally {
+    await unlisten();
+  }
+});
