@@ -8,7 +8,7 @@
 //   node child.js '{"role":"enqueue-one"|"enqueue-bulk","system":…,"ns":…,"count":N,"batch":B}'
 //   (enqueue-one with "callers":C: C loops at once, over a pool of C connections)
 //   → {type:"result", count, ms}
-import { sleep, wallMs, warmNamespace } from "./lib/common.js";
+import { sleep, monoMs, warmNamespace } from "./lib/common.js";
 
 const task = JSON.parse(process.argv[2]);
 const adapter = await import(`./systems/${task.system}.js`);
@@ -26,24 +26,24 @@ async function enqueueOne() {
     for (let i = 0; i < 20; i++) await system.enqueueOne({ warmup: i, c });
   }));
   let next = 0;
-  const start = wallMs();
+  const start = monoMs();
   await Promise.all(Array.from({ length: callers }, async () => {
     while (next < task.count) await system.enqueueOne({ i: next++ });
   }));
-  const ms = wallMs() - start;
+  const ms = monoMs() - start;
   await system.close();
   await send({ type: "result", count: task.count, ms });
 }
 
 async function enqueueBulk() {
   await system.enqueueMany([{ warmup: true }]);
-  const start = wallMs();
+  const start = monoMs();
   for (let done = 0; done < task.count; done += task.batch) {
     const batch = [];
     for (let i = done; i < Math.min(task.count, done + task.batch); i++) batch.push({ i });
     await system.enqueueMany(batch);
   }
-  const ms = wallMs() - start;
+  const ms = monoMs() - start;
   await system.close();
   await send({ type: "result", count: task.count, ms });
 }
@@ -90,7 +90,7 @@ async function work() {
     if (process.connected) process.send({ type: "progress", count });
   };
   const onJobs = (payloads) => {
-    const now = wallMs();
+    const now = monoMs();
     first ??= now;
     last = now;
     count += payloads.length;
@@ -111,18 +111,18 @@ async function work() {
     await send({ type: "warm" });
     await go;
   }
-  const startedAt = wallMs();
+  const startedAt = monoMs();
   const worker = await system.startWorker(task.mode, onJobs, task.queue);
   const cpuAtReady = process.cpuUsage();
-  await send({ type: "ready", at: wallMs(), startupMs: wallMs() - startedAt });
+  await send({ type: "ready", at: monoMs(), startupMs: monoMs() - startedAt });
   const progress = setInterval(() => process.send({ type: "progress", count }), 25);
   await new Promise((resolve) => process.on("message", (m) => m === "stop" && resolve()));
   clearInterval(progress);
   const cpu = process.cpuUsage(cpuAtReady); // the worker's CPU while it ran (start-up excluded)
   const cpuMs = (cpu.user + cpu.system) / 1000;
-  const stopAt = wallMs();
+  const stopAt = monoMs();
   await worker.stop();
-  const stopMs = wallMs() - stopAt;
+  const stopMs = monoMs() - stopAt;
   await system.close();
   const maxRssMB = process.resourceUsage().maxRSS / 1024;
   await send({ type: "result", count, first, last, latencies, maxRssMB, stopMs, cpuMs });

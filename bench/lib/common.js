@@ -7,9 +7,16 @@ export const pgUrl = process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL 
 /** Redis for BullMQ. */
 export const redis = { host: process.env.BENCH_REDIS_HOST ?? "127.0.0.1", port: Number(process.env.BENCH_REDIS_PORT ?? 6379) };
 
-/** Milliseconds since the epoch with sub-millisecond precision; comparable across processes. */
-export function wallMs() {
-  return performance.timeOrigin + performance.now();
+/**
+ * Milliseconds on the machine's monotonic clock (libuv's, CLOCK_MONOTONIC), with
+ * sub-millisecond precision: one clock for every process, so a time taken in a child
+ * compares with one taken here. `performance.timeOrigin + performance.now()` does not: each
+ * process fixes its offset from the wall clock at its start, and a wall clock being slewed
+ * (as after a virtual machine resumes; 5 ms a second was seen here) then puts a child
+ * started later tens of milliseconds off.
+ */
+export function monoMs() {
+  return Number(process.hrtime.bigint()) / 1e6;
 }
 
 /** Median of numbers (null when empty). */

@@ -1,7 +1,7 @@
 // One worker process of the JetStream bench: a JetStreamQueue worker with a no-op handler;
 // on SIGTERM it stops and sends the parent its count and first/last handler times
-// (performance.timeOrigin-based, comparable across processes).
-import { pgUrl } from "./common.js";
+// (monoMs: comparable across processes).
+import { monoMs, pgUrl } from "./common.js";
 import { queueFor } from "./jetstream.js";
 
 const { Errand, JetStreamQueue } = await import("../../dist/index.js");
@@ -14,7 +14,7 @@ const worker = new JetStreamQueue(errand, queueFor(ns)).worker({
   concurrency: Number(process.env.BENCH_JETSTREAM_CONCURRENCY ?? 100),
   handlers: {
     bench: () => {
-      const now = performance.timeOrigin + performance.now();
+      const now = monoMs();
       first ??= now;
       last = now;
       count++;

@@ -5,7 +5,7 @@
 // drops a message when its ack arrives), as processJobs's runs end at the last completion.
 import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { dropSchema, pgUrl, sleep, wallMs, withPg } from "./common.js";
+import { dropSchema, pgUrl, sleep, monoMs, withPg } from "./common.js";
 
 export const natsUrl = process.env.BENCH_NATS_URL ?? "nats://127.0.0.1:4222";
 const workerScript = fileURLToPath(new URL("./jetstream-worker.js", import.meta.url));
@@ -41,11 +41,11 @@ export async function jetstreamJobs(ns, { count, capMs, workers }) {
     for (let i = 0; i < workers; i++) children.push(fork(workerScript, [ns], { stdio: ["ignore", "inherit", "inherit", "ipc"] }));
     // The cap counts from the moment every worker is up (starting node processes is not the transport's cost).
     let readyAt; // the first worker's ready, as processJobs's runs start
-    await Promise.all(children.map((child) => new Promise((resolve) => child.once("message", () => resolve((readyAt ??= wallMs()))))));
+    await Promise.all(children.map((child) => new Promise((resolve) => child.once("message", () => resolve((readyAt ??= monoMs()))))));
     const deadline = performance.now() + capMs;
     let emptyAt; // when a poll (every 2 ms in the last tenth) first found the stream empty
     while (performance.now() < deadline) {
-      const sentAt = wallMs();
+      const sentAt = monoMs();
       const { messages } = (await jsm.streams.info(settings.stream)).state;
       if (messages === 0) {
         emptyAt = sentAt;

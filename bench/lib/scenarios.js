@@ -1,6 +1,6 @@
 // The scenarios. Each `measure(system, ns, cfg)` sets up a fresh namespace for `system`,
 // measures once and returns { value, ...details }; run.js interleaves systems and runs.
-import { analyzeSchema, dropSchema, percentile, pgUrl, sleep, wallMs, warmNamespace, withPg } from "./common.js";
+import { analyzeSchema, dropSchema, percentile, pgUrl, sleep, monoMs, warmNamespace, withPg } from "./common.js";
 import { runWorkers, spawnChild } from "./children.js";
 import { backendsOf, cpuBetween, postgresCpu, samplePostgresCpu } from "./pg-cpu.js";
 import { runPgbench } from "./pgbench.js";
@@ -119,16 +119,16 @@ async function lastCompletion(probe, stallMs = 10_000) {
   let least = Infinity;
   let fellAt;
   for (;;) {
-    const sentAt = wallMs();
+    const sentAt = monoMs();
     const unfinished = await probe.unfinished();
-    longestMs = Math.max(longestMs, wallMs() - sentAt);
+    longestMs = Math.max(longestMs, monoMs() - sentAt);
     polls++;
     if (unfinished < least) {
       least = unfinished;
       fellAt = sentAt;
     }
     if (unfinished <= 0) return { at: sentAt, polls, longestMs, unfinished: 0 };
-    if (wallMs() - fellAt > stallMs) return { at: fellAt, polls, longestMs, unfinished };
+    if (monoMs() - fellAt > stallMs) return { at: fellAt, polls, longestMs, unfinished };
     await sleep(2);
   }
 }
@@ -212,7 +212,7 @@ export async function processJobs(system, ns, { count, capMs, mode, workers = 1,
     run = await runWorkers(tasks, count, capMs, {
       onWarm: warm ? begin : undefined,
       // Several workers: when the last is ready (see the window below), the jobs left then.
-      onAllReady: workers > 1 ? async () => ({ at: wallMs(), unfinished: await probe.unfinished() }) : undefined,
+      onAllReady: workers > 1 ? async () => ({ at: monoMs(), unfinished: await probe.unfinished() }) : undefined,
       onTail: () => void (warming = probe.unfinished().catch(() => {})),
       settle: async () => {
         await warming;
@@ -315,16 +315,16 @@ async function latency(system, ns, { seconds, rate, heldMs = 0 }) {
     await sleep(300);
     const interval = 1000 / rate;
     const total = Math.round(seconds * rate);
-    const start = wallMs();
+    const start = monoMs();
     let sent = 0;
     const called = [];
     const committed = [];
     const inFlight = new Set();
     const held = (seq) => heldMs > 0 && seq % heldEvery === heldEvery - 1;
     const send = (seq) => {
-      called[seq] = wallMs();
+      called[seq] = monoMs();
       const sending = (held(seq) ? adapter.enqueueHeld({ seq }, heldMs) : adapter.enqueueOne({ seq })).then(() => {
-        committed[seq] = wallMs();
+        committed[seq] = monoMs();
         inFlight.delete(sending);
       });
       sending.catch(() => {}); // a failure stays in inFlight: the race or the final all reports it
@@ -333,13 +333,13 @@ async function latency(system, ns, { seconds, rate, heldMs = 0 }) {
     };
     while (sent < total) {
       if (rate <= 50 || sent === 0) { // the first one awaited: the adapter opens its client once
-        const wait = start + sent * interval - wallMs();
+        const wait = start + sent * interval - monoMs();
         if (wait > 0) await sleep(wait);
         if (held(sent)) void send(sent++); // its commit comes heldMs later: the stream goes on
         else await send(sent++);
         continue;
       }
-      const due = Math.min(total, Math.floor((wallMs() - start) / interval) + 1);
+      const due = Math.min(total, Math.floor((monoMs() - start) / interval) + 1);
       while (sent < due && inFlight.size < maxInFlight) void send(sent++);
       await (inFlight.size >= maxInFlight ? Promise.race(inFlight) : sleep(1));
     }
