@@ -81,7 +81,7 @@ export class Errand<Jobs extends JobMap<Jobs> = UntypedJobs> {
     this.driver = driver;
     this.schema = schema;
     this.kinds = kinds;
-    this.#enqueue = { driver, schema, kinds, maxPayloadBytes, schemas, own: { running: 0, announcing: new Set() } };
+    this.#enqueue = { driver, schema, kinds, maxPayloadBytes, schemas, own: { running: 0, pending: undefined, sending: false, sessions: new Set() } };
     this.#maxPayloadBytes = maxPayloadBytes;
     this.#queries = queriesFor(schema);
     this.#waiters = new Waiters(driver, waitChannelFor(schema), (id) => this.getJob(id));
@@ -377,7 +377,7 @@ export class Errand<Jobs extends JobMap<Jobs> = UntypedJobs> {
     await Promise.all([...this.#services].map((service) => service.stop()));
     await this.schedules.stopSchedulers();
     await this.#waiters.close();
-    await Promise.all(this.#enqueue.own.announcing);
+    await Promise.all(this.#enqueue.own.sessions);
     await this.driver.close();
   }
 }

@@ -5,7 +5,7 @@
  */
 import { type DedupeMode, encodeDedupe } from "./dedupe.js";
 import { defaultMaxAttempts, defaultPriority, defaultQueue, defaultRetryPolicy } from "./defaults.js";
-import type { Driver, Queryable, Statement } from "./driver/types.js";
+import type { Driver, Queryable, Session, Statement } from "./driver/types.js";
 import { ErrandError, ValidationError } from "./errors.js";
 import { type ByKind, type Kind, type PayloadField, type StandardSchemaV1, type UntypedJobs, validatePayloads } from "./jobs.js";
 import type { ResolvedKind } from "./options.js";
@@ -96,8 +96,12 @@ export interface EnqueueTarget {
 export interface OwnEnqueues {
   /** Enqueues on errand's own connection that have not returned yet. */
   running: number;
-  /** Notices sent after an enqueue's commit and not yet through (see announce): the client's close() waits for them. */
-  readonly announcing: Set<Promise<void>>;
+  /** Notices waiting for the one being sent (see besideAnother): the earliest time in epoch microseconds, and whether a keyed insert is among them. */
+  pending: { readonly since: number; readonly keyed: boolean } | undefined;
+  /** Whether notices are being sent. */
+  sending: boolean;
+  /** The connections of enqueues beside another, held until their notices are sent: the client's close() waits for them. */
+  readonly sessions: Set<Promise<void>>;
 }
 
 const specKeys = ["kind", "payload", "runAt", "delay", "maxAttempts", "priority", "dedupeKey", "dedupe", "retry", "timeoutMs", "queue", "concurrencyKey"];
@@ -140,41 +144,63 @@ export async function enqueueJobs(target: EnqueueTarget, specs: readonly JobSpec
       own.running--;
     }
   }
-  const notices = new Set<string>();
-  const run: Run = async <Row>(statement: Statement, params: readonly unknown[]) => {
-    const result = await target.driver.run<Row & InsertNotices>(statement, params);
-    const row = result.rows[0];
-    if (row?.start_notice) notices.add(row.start_notice);
-    if (row?.past_notice) notices.add(row.past_notice);
-    return result;
-  };
-  own.running++;
-  try {
-    const results = await insertJobs(json, dedupeKeys, entries, replacing, run, afterStatements(queries));
-    if (keyed) notices.add(keyedNotice);
-    return results;
-  } finally {
-    own.running--;
-    // Also when a second statement of a keyed enqueue failed: the first one's jobs are in.
-    if (notices.size > 0) announce(target, queries, [...notices]);
-  }
+  return besideAnother(target, queries, keyed, (run) => insertJobs(json, dedupeKeys, entries, replacing, run, afterStatements(queries)));
 }
 
 /**
- * Sends an enqueue's notices once its insert has committed, without holding up the caller:
- * its next enqueue goes on beside them (awaited, they would add a round trip to each of a
- * caller's enqueues one after another). Never rejects: the jobs are committed, and a notice
- * lost costs only time (the workers' resting poll finds the jobs).
+ * An enqueue on errand's own connection beside another in flight: `insert` returns the
+ * notices instead of the trigger sending them at its commit, and errand sends them once it
+ * has committed, without holding up the caller (awaited, they would add a round trip to
+ * each of a caller's enqueues one after another). One statement at a time per client, on
+ * the connection of the insert that found none out (through the pool it would queue behind
+ * a busy producer's inserts); notices that come meanwhile wait for it and go next, together:
+ * the earliest of their times (a worker's claim floor goes down to it; later ones add
+ * nothing) and one keyed notice. A send that fails is dropped: the jobs are committed, and
+ * a lost notice costs only time (the workers' resting poll finds the jobs).
  */
-function announce(target: EnqueueTarget, queries: Queries, notices: readonly string[]): void {
-  const sending: Promise<void> = target.driver
-    .run(queries.announceJobs, [notices])
-    .then(
-      () => {},
-      () => {},
-    )
-    .finally(() => target.own.announcing.delete(sending));
-  target.own.announcing.add(sending);
+function besideAnother(target: EnqueueTarget, queries: Queries, keyed: boolean, insert: (run: Run) => Promise<EnqueueResult[]>): Promise<EnqueueResult[]> {
+  const own = target.own;
+  own.running++;
+  return new Promise((resolve, reject) => {
+    let started = false;
+    const session: Promise<void> = target.driver
+      .session(async (on) => {
+        started = true;
+        let since: number | undefined;
+        const run: Run = async <Row>(statement: Statement, params: readonly unknown[]) => {
+          const result = await on.run<Row & InsertNotices>(statement, params);
+          for (const notice of [result.rows[0]?.start_notice, result.rows[0]?.past_notice]) if (notice) since = Math.min(since ?? Infinity, Number(notice));
+          return result;
+        };
+        const inserting = insert(run);
+        resolve(inserting);
+        await inserting.catch(() => {});
+        own.running--;
+        // Also when a second statement of a keyed enqueue failed: the first one's jobs are in.
+        if (since !== undefined) await sendNotices(own, on, queries, since, keyed);
+      })
+      .catch(reject) // no connection for it: nothing was written
+      .finally(() => {
+        if (!started) own.running--;
+        own.sessions.delete(session);
+      });
+    own.sessions.add(session);
+  });
+}
+
+/** Adds an insert's notices to the client's pending ones and, unless a send is out, sends them on `on` until none is pending. */
+async function sendNotices(own: OwnEnqueues, on: Session, queries: Queries, since: number, keyed: boolean): Promise<void> {
+  own.pending = { since: Math.min(since, own.pending?.since ?? Infinity), keyed: keyed || own.pending?.keyed === true };
+  if (own.sending) return;
+  own.sending = true;
+  try {
+    for (let next: OwnEnqueues["pending"] = own.pending; next !== undefined; next = own.pending) {
+      own.pending = undefined;
+      await on.run(queries.announceJobs, [next.keyed ? [String(next.since), keyedNotice] : [String(next.since)]]).catch(() => {});
+    }
+  } finally {
+    own.sending = false;
+  }
 }
 
 /** The notices an enqueue statement on errand's own connection returns (see insertNotice in src/sql/jobs.ts). */

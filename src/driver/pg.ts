@@ -30,7 +30,7 @@ export function pgDriver(pool: pg.Pool, ownsPool = false, options: PgDriverOptio
 
   return {
     async run<Row>(statement: Statement, params: readonly unknown[]): Promise<QueryResult<Row>> {
-      const query = { name: statement.name, text: statement.text, values: params as unknown[] };
+      const query = named(statement, params);
       const spare = pool.totalCount === 0 ? spareListener(listeners, statement.background ? listenerQueue : workQueue) : undefined;
       const result = spare ? await spare.query(query) : await pool.query(query);
       return { rows: result.rows as Row[] };
@@ -41,7 +41,8 @@ export function pgDriver(pool: pg.Pool, ownsPool = false, options: PgDriverOptio
     async session<T>(fn: (session: Session) => Promise<T>): Promise<T> {
       return checkedOut(pool, async (client, broken) => {
         try {
-          return await fn({ ...wrapClient(client), transaction: (inner) => inTransaction(client, inner, broken) });
+          const run = async <Row>(statement: Statement, params: readonly unknown[]): Promise<QueryResult<Row>> => ({ rows: (await client.query(named(statement, params))).rows as Row[] });
+          return await fn({ ...wrapClient(client), run, transaction: (inner) => inTransaction(client, inner, broken) });
         } catch (error) {
           broken();
           throw error;
@@ -95,6 +96,11 @@ async function inTransaction<T>(client: pg.PoolClient, fn: (tx: Transaction) => 
     await client.query("ROLLBACK").catch(onBroken);
     throw error;
   }
+}
+
+/** `statement` as a `pg` query config: sent by name, prepared once per connection. */
+function named(statement: Statement, params: readonly unknown[]): pg.QueryConfig {
+  return { name: statement.name, text: statement.text, values: params as unknown[] };
 }
 
 /** Adapts a `pg` client to {@link Queryable}. */

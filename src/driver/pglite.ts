@@ -10,15 +10,16 @@ import type { Driver, QueryResult, Queryable, Statement, Transaction } from "./t
 export function pgliteDriver(db: PGlite, ownsDb = false, onClose?: () => void): Driver {
   const transaction = <T>(fn: (tx: Transaction) => Promise<T>): Promise<T> =>
     db.transaction((tx) => fn({ ...wrapTransaction(tx), exec: async (sql) => void (await tx.exec(sql)) }));
+  const run = async <Row>(statement: Statement, params: readonly unknown[]): Promise<QueryResult<Row>> => {
+    const result = await db.query<Row>(statement.text, params as unknown[]);
+    return { rows: result.rows };
+  };
   return {
-    async run<Row>(statement: Statement, params: readonly unknown[]): Promise<QueryResult<Row>> {
-      const result = await db.query<Row>(statement.text, params as unknown[]);
-      return { rows: result.rows };
-    },
+    run,
     transaction,
     // PGlite is one connection: the session is the database itself, whose statements other
     // callers may interleave between the session's (never inside its transactions).
-    session: (fn) => fn({ ...wrapTransaction(db), transaction }),
+    session: (fn) => fn({ ...wrapTransaction(db), run, transaction }),
     async listen(channel, onNotify) {
       const unlisten = await db.listen(channel, (payload) => onNotify(payload));
       return async () => {

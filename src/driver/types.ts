@@ -25,6 +25,8 @@ export interface Transaction extends Queryable {
  * transaction block (CREATE INDEX CONCURRENTLY).
  */
 export interface Session extends Queryable {
+  /** Runs a (possibly prepared) statement on this session's connection. */
+  run<Row = Record<string, unknown>>(statement: Statement, params: readonly unknown[]): Promise<QueryResult<Row>>;
   /** Runs `fn` in one transaction on this session's connection. */
   transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T>;
 }

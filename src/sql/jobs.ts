@@ -285,9 +285,10 @@ function build(s: string, channel: string, waitChannel: string): Queries {
     enqueuePlainAfter: statement(enqueuePlainText(true)),
 
     /*
-     * announceJobs — $1 text[]: the notices an enqueue on errand's own connection returned
-     * (see insertNotice), sent once its insert has committed: a transaction that only
-     * notifies does not wait for a WAL flush (migration 023). one row: sent
+     * announceJobs — $1 text[]: notices that enqueues on errand's own connection returned
+     * (see insertNotice; the earliest time of those pending, and the keyed notice if any),
+     * sent once their inserts have committed: a transaction that only notifies does not wait
+     * for a WAL flush (migration 023). one row: sent
      */
     announceJobs: statement(`SELECT count(pg_notify('${channel}', n)) AS sent FROM unnest($1::text[]) AS n`),
 

@@ -150,23 +150,47 @@ it("an enqueue of jobs given a run_at in the past also sends the earliest, in mi
 });
 
 
-it("beside another enqueue in flight, errand's own enqueue sends its notice after its commit; alone, at it", async () => {
-  // Each enqueue wakes the workers once either way. Alone, the insert trigger's notice goes
-  // at the commit (the soonest a worker can see the job); beside another, the statement
-  // silences the trigger for its transaction and errand sends the notice once it has
-  // committed (migration 023). The silence ends with that transaction: a plain insert after
-  // it, on the same session where there is only one (PGlite), is notified again.
-  const ran: string[] = [];
-  const driver: Driver = {
+/** t.errand's driver, calling `each` before every statement it runs, with the number of its session (from 1) if on one. */
+function recordingDriver(each: (statement: Statement, params: readonly unknown[], session?: number) => Promise<void> | void): Driver {
+  let sessions = 0;
+  return {
     ...t.errand.driver,
-    run: <Row>(statement: Statement, params: readonly unknown[]) => {
-      ran.push(statement.text);
+    run: async <Row>(statement: Statement, params: readonly unknown[]) => {
+      await each(statement, params);
       return t.errand.driver.run<Row>(statement, params);
+    },
+    session: (fn) => {
+      const session = ++sessions;
+      return t.errand.driver.session((on) =>
+        fn({
+          ...on,
+          run: async <Row>(statement: Statement, params: readonly unknown[]) => {
+            await each(statement, params, session);
+            return on.run<Row>(statement, params);
+          },
+        }),
+      );
     },
     close: async () => {},
   };
-  const errand = Errand.fromDriver(driver, { schema: t.schema });
-  const after = () => ran.filter((text) => text.includes("errand.jobs_notice")).length;
+}
+
+/** Whether `statement` sends notices after an insert's commit (announceJobs). */
+const announcing = (statement: { readonly text: string }): boolean => statement.text.includes("unnest($1::text[])");
+
+it("beside another enqueue in flight, errand's own enqueue sends its notice after its commit, on an inserting connection; alone, at it", async () => {
+  // Each enqueue wakes the workers once either way. Alone, the insert trigger's notice goes
+  // at the commit (the soonest a worker can see the job); beside another, the statement
+  // silences the trigger for its transaction and errand sends the notice once it has
+  // committed (migration 023), on the connection of an insert that returned notices: through
+  // the pool it would wait behind other inserts. The silence ends with that transaction: a
+  // plain insert after it, on the same session where there is only one (PGlite), is notified again.
+  const ran: { text: string; session?: number | undefined }[] = [];
+  const errand = Errand.fromDriver(
+    recordingDriver((statement, _, session) => void ran.push({ text: statement.text, session })),
+    { schema: t.schema },
+  );
+  const after = () => ran.filter(({ text }) => text.includes("errand.jobs_notice"));
   const payloads: string[] = [];
   const unlisten = await t.errand.driver.listen(channelFor(t.schema), (payload) => payloads.push(payload ?? ""));
   const sentinel = async (): Promise<void> => {
@@ -175,10 +199,16 @@ it("beside another enqueue in flight, errand's own enqueue sends its notice afte
   };
   try {
     const [alone] = await errand.enqueueMany([{ kind: "a", payload: {} }]);
-    expect(after()).toBe(0);
+    expect(after()).toHaveLength(0);
     const together = await Promise.all([errand.enqueue("b", {}), errand.enqueue("c", {}), errand.enqueue("d", {})]);
-    expect(after()).toBe(2);
+    expect(after()).toHaveLength(2);
     await errand.close(); // waits for the notices sent after the commits
+    const sent = ran.filter(announcing);
+    expect(sent).toHaveLength(2);
+    for (const notice of sent) {
+      expect(notice.session).toBeDefined();
+      expect(ran.indexOf(notice)).toBeGreaterThan(ran.findIndex((entry) => entry.session === notice.session && entry.text.includes("errand.jobs_notice")));
+    }
     await t.sql(`INSERT INTO ${t.schema}.jobs (kind) VALUES ('e')`);
     await eventually(() => payloads.length >= 5, 5_000, "five notices");
     await sentinel();
@@ -191,5 +221,38 @@ it("beside another enqueue in flight, errand's own enqueue sends its notice afte
     expect(new Set(payloads.slice(0, 4))).toEqual(new Set(runAts.map((row) => row.us)));
   } finally {
     await unlisten();
+  }
+});
+
+it("notices that come while one is being sent go together after it: the earliest time, and one keyed notice", async () => {
+  // The first notice sent after a commit is held on its way; four more enqueues beside one
+  // another commit meanwhile. Their notices wait and go in one statement: the earliest of
+  // their transactions' starts (a worker's claim floor goes down to it; later ones add
+  // nothing) and, as one of them is keyed, the keyed notice once.
+  const sent: string[][] = [];
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  const driver = recordingDriver(async (statement, params) => {
+    if (!announcing(statement)) return;
+    sent.push(params[0] as string[]);
+    if (sent.length === 1) await held;
+  });
+  const errand = Errand.fromDriver(driver, { schema: t.schema });
+  try {
+    await Promise.all([errand.enqueue("a", {}), errand.enqueue("b", {})]); // b beside a: its notice is the held one
+    expect(sent).toHaveLength(1);
+    const [, ...beside] = await Promise.all([errand.enqueue("c", {}), errand.enqueue("d", {}), errand.enqueue("e", {}, { concurrencyKey: "k" }), errand.enqueue("f", {})]);
+    expect(sent).toHaveLength(1); // all four committed (c alone: the trigger notified); the three beside wait
+    release();
+    await errand.close();
+    expect(sent).toHaveLength(2);
+    const [runAt] = await t.sql<{ us: string }>(
+      `SELECT min(floor(extract(epoch FROM run_at) * 1000000)::bigint)::text AS us FROM ${t.schema}.jobs WHERE id = ANY($1::bigint[])`,
+      [beside.map((job) => job.id)],
+    );
+    expect(sent[1]).toEqual([runAt!.us, "keyed"]);
+  } finally {
+    release();
+    await errand.close();
   }
 });
