@@ -289,13 +289,17 @@ export class Completer {
 }
 
 /**
- * Most outcomes written by one statement. A backlog (outcomes that piled up during a slow
- * write) is split into several statements that run side by side, so no single write holds
- * its row locks (and delays heartbeats and other workers' rescues) for long. (A 10,000-row
- * update was once measured ~8× slower per row than 1,000-row ones: the statements joined
- * `unnest(...)` and their plan could turn quadratic — see `byId` in src/sql/jobs.ts.)
+ * Most outcomes written by one statement. A larger backlog (outcomes that piled up during a
+ * slow write) is split into statements that run side by side, so no single write holds its
+ * row locks (and delays heartbeats and other workers' rescues) for long: a completion of
+ * 5,000 jobs takes about 40 ms on the bench machine. Each statement costs a commit, a
+ * connection of the pool and a notice for waitFor, so a busy worker's flush (about as many
+ * outcomes as it claims at a time, up to a few thousand) goes as one: with 1,000 it went as
+ * up to seven statements at once, and eight worker processes on two cores did 0.67× the
+ * jobs/s (bench/README, round of 2026-12-04, evening). Per row the completion gets cheaper
+ * up to 10,000 rows (`byId`'s JSON lookup keeps the plan linear; see src/sql/jobs.ts).
  */
-export const maxRowsPerWrite = 1000;
+export const maxRowsPerWrite = 5000;
 
 /**
  * Whether a failed write failed on the data of its rows — SQLSTATE class 22 (data
