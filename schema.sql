@@ -450,6 +450,7 @@ CREATE TABLE errand.leases (
     last_run_at timestamp with time zone,
     last_id bigint
 );
+ALTER TABLE ONLY errand.leases ALTER COLUMN ids SET STORAGE EXTERNAL;
 
 ALTER TABLE errand.leases ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     SEQUENCE NAME errand.leases_id_seq

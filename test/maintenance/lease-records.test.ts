@@ -64,6 +64,29 @@ describe("lease records", () => {
     }
   });
 
+  it("keep a big batch's ids uncompressed (migration 024); a record compressed before it still leads the rescuer", async () => {
+    const jobs = await t.errand.enqueueMany(Array.from({ length: 1000 }, () => ({ kind: "k", payload: {} })));
+    const claimed = await t.sql(queriesFor(t.schema).claim.text, [1000, "w", "{}", 60_000, 1000, "default", ["k"]]);
+    expect(claimed).toHaveLength(1000);
+    const stored = () => t.sql<{ n: number; compression: string | null }>(`SELECT cardinality(ids) AS n, pg_column_compression(ids) AS compression FROM ${t.schema}.leases`);
+    // 8 kB of ids, past the size PostgreSQL compresses at: stored as they are.
+    expect(await stored()).toEqual([{ n: 1000, compression: null }]);
+
+    // As a claim before the migration wrote it: the same ids, compressed.
+    await t.sql(`ALTER TABLE ${t.schema}.leases ALTER COLUMN ids SET STORAGE EXTENDED`);
+    await t.sql(`UPDATE ${t.schema}.leases SET ids = ARRAY(SELECT unnest(ids))`);
+    await t.sql(`ALTER TABLE ${t.schema}.leases ALTER COLUMN ids SET STORAGE EXTERNAL`);
+    expect(await stored()).toEqual([{ n: 1000, compression: "pglz" }]);
+
+    const rescuer = t.errand.rescuer();
+    expect(await rescuer.runOnce()).toEqual({ ready: 0, dead: 0 }); // the first run, a sweep: the next ones read records only
+    // Two minutes later (SQL time travel) every lease ran out: the record leads the rescuer to all of them.
+    await t.sql(`UPDATE ${t.schema}.jobs SET locked_until = locked_until - interval '2 minutes'`);
+    await t.sql(`UPDATE ${t.schema}.leases SET locked_until = locked_until - interval '2 minutes'`);
+    expect(await rescuer.runOnce()).toEqual({ ready: 1000, dead: 0 });
+    expect(Object.values(await statuses())).toEqual(jobs.map(() => "ready"));
+  });
+
   it("of a worker are replaced by each heartbeat with one of the jobs it holds, and gone when it holds none", async () => {
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
