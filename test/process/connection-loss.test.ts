@@ -73,11 +73,13 @@ it("survives its connections being terminated again and again, LISTEN included, 
   expect(missing).toBe(0);
   // A cut lands on idle connections (logged as connection_error) or on running statements
   // (logged as error, naming what was being done); which, depends on timing. Each cut of
-  // the LISTEN connection is reported, and every error is the termination.
+  // the LISTEN connection is reported, and every error is the termination: the server's
+  // message, or the socket's reset when the cut came while a statement was being sent (CI
+  // saw "read ECONNRESET" during a completion).
   const errors = worker.logs.filter((l) => l.event === "error");
   const reported = worker.logs.filter((l) => l.event === "connection_error");
   expect(errors.length + reported.length).toBeGreaterThanOrEqual(ROUNDS);
-  expect(errors.every((l) => typeof l.during === "string" && /terminat|connect/i.test(String(l.error)))).toBe(true);
+  expect(errors.every((l) => typeof l.during === "string" && /terminat|connect|ECONNRESET|EPIPE/i.test(String(l.error)))).toBe(true);
   await eventually(() => restored() >= ROUNDS, 10_000, "LISTEN restored after every cut");
 
   // LISTEN is back: a new job is picked up at once, not after the ten-minute poll.
