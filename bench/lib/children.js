@@ -14,7 +14,10 @@ export function spawnChild(task) {
   const child = fork(childPath, [JSON.stringify(task)], { stdio: ["ignore", "inherit", "inherit", "ipc"], execArgv, env });
   const handle = { child, count: 0, ready: undefined, result: undefined };
   let exitCode;
-  const exited = new Promise((resolve) => child.on("exit", (code) => resolve((exitCode = code))));
+  // "close", not "exit": it comes once the IPC channel has closed too, so the last message
+  // (the result) has been read. "exit" can come first: 1 of 50 idle workers stopping at
+  // once looked as if it had exited without its result (exit code 0).
+  const exited = new Promise((resolve) => child.on("close", (code) => resolve((exitCode = code))));
   child.on("message", (m) => {
     if (m.type === "progress") handle.count = m.count;
     else if (m.type === "warm") handle.warm = true;
