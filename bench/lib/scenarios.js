@@ -307,7 +307,8 @@ const heldEvery = 10;
 const heldTransactionMs = 300;
 
 async function latency(system, ns, { seconds, rate, heldMs = 0 }) {
-  const adapter = await adapterFor(system, ns, rate > 50 ? { connections: producerConnections } : {});
+  // notify: the raw-SQL system's table then notifies its listening worker (errand and the peers notify, or poll, on their own).
+  const adapter = await adapterFor(system, ns, { notify: true, ...(rate > 50 ? { connections: producerConnections } : {}) });
   await adapter.setup();
   const [worker] = [spawnChild({ role: "worker", system, ns, mode: "latency" })];
   try {
@@ -437,9 +438,9 @@ export function scenarios(cfg) {
       measure: (s, ns) => processJobs(s, ns, { count: cfg.processDefault, capMs: cfg.capDefaultMs, mode: "default" }) },
     { id: "process_best", title: "process, best settings found", unit: "jobs/s", higher: true, systems: processing,
       measure: (s, ns) => processJobs(s, ns, { count: cfg.processBest, capMs: cfg.capMs, mode: "best" }) },
-    { id: "latency", latency: true, title: `pickup latency from commit at ${cfg.latencyRate} jobs/s, p50 (p99)`, unit: "ms", higher: false, systems: ["errand", "pgboss", "graphile", "bullmq"],
+    { id: "latency", latency: true, title: `pickup latency from commit at ${cfg.latencyRate} jobs/s, p50 (p99)`, unit: "ms", higher: false, systems: ["errand", "pgboss", "graphile", "bullmq", "raw"],
       measure: (s, ns) => latency(s, ns, { seconds: cfg.latencySeconds, rate: cfg.latencyRate }) },
-    { id: "latency_5k", latency: true, title: `pickup latency from commit at ${cfg.latencyHighRate.toLocaleString("en")} jobs/s offered, p50 (p99)`, unit: "ms", higher: false, systems: ["errand", "pgboss", "graphile", "bullmq"],
+    { id: "latency_5k", latency: true, title: `pickup latency from commit at ${cfg.latencyHighRate.toLocaleString("en")} jobs/s offered, p50 (p99)`, unit: "ms", higher: false, systems: ["errand", "pgboss", "graphile", "bullmq", "raw"],
       measure: (s, ns) => latency(s, ns, { seconds: cfg.latencyHighSeconds, rate: cfg.latencyHighRate }) },
     { id: "latency_held", latency: true, title: `pickup latency from commit of a job whose transaction committed ${heldTransactionMs} ms after its insert, at ${cfg.latencyRate} jobs/s, p50 (p99)`, unit: "ms", higher: false,
       systems: ["errand", "pgboss", "graphile"], // BullMQ's Redis has no transaction shared with PostgreSQL
