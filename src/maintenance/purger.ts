@@ -21,7 +21,7 @@ export interface PurgeOptions {
    * The share of its time the purge spends deleting, more than 0 and at most 1: after each
    * full batch it rests `(1 - dutyCycle) / dutyCycle` times as long as the batch took, so
    * that beside busy workers it takes about that share of one connection and one core.
-   * Default 0.2; 1 deletes without rests (a one-off cleanup of a backlog, with no workers).
+   * Default 0.12; 1 deletes without rests (a one-off cleanup of a backlog, with no workers).
    */
   readonly dutyCycle?: number;
   /** Only count what would be deleted. */

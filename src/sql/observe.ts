@@ -79,29 +79,13 @@ function build(s: string): ObserveQueries {
      * first through the jobs_outcome_done index; skips rows someone holds. $1 older_than_ms
      * float8, $2 batch size int. rows: id
      */
-    pruneDone: statement(`
-      DELETE FROM ${jobs} j
-      WHERE j.id IN (
-        SELECT id FROM ${jobs}
-        WHERE outcome = 'done' AND finished_at < now() - $1::float8 * interval '1 millisecond'
-        ORDER BY finished_at
-        LIMIT $2
-        FOR UPDATE SKIP LOCKED)
-      RETURNING j.id`),
+    pruneDone: pruneBatch(jobs, "outcome = 'done' AND finished_at < now() - $1::float8 * interval '1 millisecond'", "finished_at"),
 
     /*
      * pruneMoved — the same for done_jobs, the done jobs the workers moved out of jobs
      * (migration 018), through done_jobs_finished. $1 older_than_ms float8, $2 batch size int. rows: id
      */
-    pruneMoved: statement(`
-      DELETE FROM ${s}.done_jobs j
-      WHERE j.id IN (
-        SELECT id FROM ${s}.done_jobs
-        WHERE finished_at < now() - $1::float8 * interval '1 millisecond'
-        ORDER BY finished_at
-        LIMIT $2
-        FOR UPDATE SKIP LOCKED)
-      RETURNING j.id`),
+    pruneMoved: pruneBatch(`${s}.done_jobs`, "finished_at < now() - $1::float8 * interval '1 millisecond'", "finished_at"),
 
     /*
      * pruneCancelled — the same for cancelled jobs, by the same age, through the
@@ -109,26 +93,10 @@ function build(s: string): ObserveQueries {
      * go; deleting it sooner is harmless (the worker's heartbeat finds no row and aborts the
      * handler as a lost lease; its outcome writes find nothing). $1 older_than_ms float8, $2 batch size int. rows: id
      */
-    pruneCancelled: statement(`
-      DELETE FROM ${jobs} j
-      WHERE j.id IN (
-        SELECT id FROM ${jobs}
-        WHERE outcome = 'cancelled' AND finished_at < now() - $1::float8 * interval '1 millisecond'
-        ORDER BY finished_at
-        LIMIT $2
-        FOR UPDATE SKIP LOCKED)
-      RETURNING j.id`),
+    pruneCancelled: pruneBatch(jobs, "outcome = 'cancelled' AND finished_at < now() - $1::float8 * interval '1 millisecond'", "finished_at"),
 
     /* pruneDead — the same for dead jobs (only when configured). $1 older_than_ms, $2 batch size. rows: id */
-    pruneDead: statement(`
-      DELETE FROM ${jobs} j
-      WHERE j.id IN (
-        SELECT id FROM ${jobs}
-        WHERE outcome = 'dead' AND finished_at < now() - $1::float8 * interval '1 millisecond'
-        ORDER BY id
-        LIMIT $2
-        FOR UPDATE SKIP LOCKED)
-      RETURNING j.id`),
+    pruneDead: pruneBatch(jobs, "outcome = 'dead' AND finished_at < now() - $1::float8 * interval '1 millisecond'", "id"),
 
     /*
      * countPrunable — what a prune would delete (dry run); reads the jobs_outcome_done,
@@ -181,4 +149,22 @@ function build(s: string): ObserveQueries {
     /* listIncidents — the open incidents. No params. rows: key, opened_at, message */
     listIncidents: statement(`SELECT key, opened_at, message FROM ${s}.alert_incidents ORDER BY key`),
   };
+}
+
+/**
+ * Deletes up to $2 rows of `table` matching `where`, first by `order`, skipping rows someone
+ * holds; rows: id. The rows it locked are deleted by their ctid (a TID scan), not looked up
+ * again by id: on 1,000-row batches of done_jobs that took 2.6 µs per row against 4.3
+ * (bench/README, round of 2026-12-04, late night). A locked row cannot move meanwhile.
+ */
+function pruneBatch(table: string, where: string, order: string): Statement {
+  return statement(`
+      DELETE FROM ${table} j
+      WHERE j.ctid = ANY(ARRAY(
+        SELECT ctid FROM ${table}
+        WHERE ${where}
+        ORDER BY ${order}
+        LIMIT $2
+        FOR UPDATE SKIP LOCKED))
+      RETURNING j.id`);
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { Pruner, Purger } from "../../src/maintenance/purger.js";
+import { defaultPurgeDutyCycle } from "../../src/defaults.js";
 import { useTestErrand } from "../support/db.js";
 
 const t = useTestErrand();
@@ -144,11 +145,13 @@ describe("purger", () => {
     // Three full batches of done rows in jobs, each followed by a rest of 3 × 5 ms; the short ones (the last of each kind of row) by none.
     expect(await purger.runOnce()).toMatchObject({ done: 3_000, batches: 1 + 4 + 1 + 1 });
     expect(rests).toEqual([15, 15, 15]);
-    // The default is 0.2: four times the batch's time.
+    // The default (0.12): about seven times the batch's time.
     await seed(2_000, "old", "done", 8);
     rests.length = 0;
     expect(await new Purger(t.errand.driver, t.schema, { batchSize: 1_000 }, pace).runOnce()).toMatchObject({ done: 2_000 });
-    expect(rests).toEqual([20, 20]);
+    const rest = (5 * (1 - defaultPurgeDutyCycle)) / defaultPurgeDutyCycle;
+    expect(defaultPurgeDutyCycle).toBe(0.12);
+    expect(rests).toEqual([rest, rest]);
     await seed(2_000, "old", "done", 8);
     rests.length = 0;
     expect(await new Purger(t.errand.driver, t.schema, { batchSize: 1_000, dutyCycle: 1 }, pace).runOnce()).toMatchObject({ done: 2_000 });
