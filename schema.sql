@@ -248,7 +248,10 @@ CREATE FUNCTION errand.notify_jobs() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 BEGIN
-  IF current_setting('errand.jobs_notice', true) IS DISTINCT FROM 'after' THEN
+  IF current_setting('errand.jobs_notice', true) IS DISTINCT FROM 'after'
+     AND (EXISTS (SELECT 1 FROM "errand".workers WHERE waiting)
+          OR current_setting('transaction_isolation') <> 'read committed'
+          OR clock_timestamp() - now() > interval '100 milliseconds') THEN
     PERFORM pg_notify('errand_jobs_errand', floor(extract(epoch FROM now()) * 1000000)::bigint::text);
   END IF;
   RETURN NULL;
@@ -573,7 +576,8 @@ CREATE TABLE errand.workers (
     queues text[] NOT NULL,
     kinds text[] NOT NULL,
     started_at timestamp with time zone DEFAULT now() NOT NULL,
-    seen_at timestamp with time zone DEFAULT now() NOT NULL
+    seen_at timestamp with time zone DEFAULT now() NOT NULL,
+    waiting boolean DEFAULT true NOT NULL
 );
 
 ALTER TABLE ONLY errand.alert_incidents

@@ -47,12 +47,20 @@ export const defaultPollIntervalMs = 1_000;
 
 /**
  * A listening worker's poll at rest (no job due, none held back by a limit), for its jobs
- * and its pauses, when no notification arrives. Every insert notifies, a lost
- * notification means a lost connection, and a reconnected worker looks at once: this poll
+ * and its pauses, when no notification arrives. Every insert notifies while a worker
+ * waits (see src/worker/waiting.ts), a lost notification means a lost connection, and a
+ * reconnected worker looks at once: this poll
  * only covers what no notification announces (a job made ready by an UPDATE outside
  * errand, a connection that died without a word).
  */
 export const restingPollMs = 30_000;
+
+/**
+ * How long every producer of a worker must keep finding jobs before the worker stops
+ * waiting for the insert trigger's notices (src/worker/waiting.ts): inserts then commit
+ * without NOTIFY's lock. Checked on the worker's 1 s timer.
+ */
+export const busyBeforeQuietMs = 1_000;
 
 /** How long a stopping worker lets running handlers finish: under Kubernetes' 30 s grace. */
 export const defaultShutdownTimeoutMs = 25_000;

@@ -8,6 +8,9 @@ export const workerStaleSeconds = 60;
 export interface WorkerQueries {
   readonly present: Statement;
   readonly leave: Statement;
+  readonly waiting: Statement;
+  readonly inFlight: Statement;
+  readonly stillInFlight: Statement;
   readonly unserved: Statement;
 }
 
@@ -27,6 +30,22 @@ function build(s: string): WorkerQueries {
 
     /* leave — worker $1 stopped. rows: none */
     leave: statement(`DELETE FROM ${s}.workers WHERE id = $1::text`),
+
+    /*
+     * waiting — worker $1 (serving queues $2 and kinds $3) waits for the insert trigger's
+     * notices ($4 true) or not (migration 025, src/worker/waiting.ts); inserts its row if
+     * it is missing. A column no index holds: written in place. rows: none
+     */
+    waiting: statement(`
+      INSERT INTO ${s}.workers (id, queues, kinds, waiting) VALUES ($1::text, $2::text[], $3::text[], $4::boolean)
+      ON CONFLICT (id) DO UPDATE SET waiting = EXCLUDED.waiting, seen_at = now()`, true),
+
+    /* inFlight — the transactions with an id in flight now (a snapshot taken after the worker's row said it waits). rows: one, xids (text[]) */
+    inFlight: statement(`SELECT coalesce(array_agg(x::text), '{}') AS xids FROM pg_snapshot_xip(pg_current_snapshot()) AS x`, true),
+
+    /* stillInFlight — those of transactions $1 (text[]) still in flight. rows: one, xids (text[]) */
+    stillInFlight: statement(`
+      SELECT coalesce(array_agg(x::text), '{}') AS xids FROM unnest($1::text[]::xid8[]) AS x WHERE pg_xact_status(x) = 'in progress'`, true),
 
     /*
      * unserved — ready jobs (due or not) whose queue and kind no live worker serves (none

@@ -9,6 +9,8 @@ const refreshMs = 15_000;
  * A worker's row in the registry of live workers (`<schema>.workers`): what it serves, so
  * `stats().unserved` can name ready jobs no live worker would claim. Written at start,
  * refreshed every 15 s from the worker's existing 1 s timer, deleted at stop: no per-job cost.
+ * It also says whether the worker waits for the insert trigger's notices (see waiting.ts):
+ * written at start as waiting, and again as the worker goes busy or comes back to rest.
  */
 export class WorkerPresence {
   readonly #driver: Driver;
@@ -33,6 +35,11 @@ export class WorkerPresence {
     if (this.#clock.now() - this.#lastAt < refreshMs) return;
     this.#lastAt = this.#clock.now();
     await this.#driver.run(workerQueriesFor(this.#schema).present, [this.#id, this.#queues, this.#kinds]);
+  }
+
+  /** Says in the row whether the worker waits for notices (inserting it if it is missing). Rejects when the write fails. */
+  async wait(waiting: boolean): Promise<void> {
+    await this.#driver.run(workerQueriesFor(this.#schema).waiting, [this.#id, this.#queues, this.#kinds, waiting]);
   }
 
   /** Deletes the row (the worker stopped). Rejects when the write fails. */

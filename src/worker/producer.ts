@@ -43,6 +43,8 @@ export interface ProducerParts {
   readonly emit: (event: WorkerEvent) => void;
   /** Claims of jobs with a concurrency key (their limits and round-robin: keyed-claim.ts). */
   readonly keyed: KeyedClaim;
+  /** The queue was found empty: the producer counts on notices now (see waiting.ts). */
+  readonly rested: () => void;
 }
 
 /**
@@ -74,6 +76,9 @@ export class Producer {
   #nudges = 0;
   #claimFailures = 0;
   readonly #rest: Rest;
+  /** When the queue was last found empty (clock): see {@link quietSince}. */
+  #restedAt: number;
+  readonly #rested: () => void;
 
   constructor(parts: ProducerParts) {
     this.#settings = parts.settings;
@@ -84,6 +89,8 @@ export class Producer {
     this.#clock = parts.clock;
     this.#emit = parts.emit;
     this.#keyed = parts.keyed;
+    this.#restedAt = parts.clock.now();
+    this.#rested = parts.rested;
     this.#claimer = new Claimer({ ...parts, floorLowered: () => this.nudge() });
     this.#buffer = new JobBuffer(this.#claimer, parts.completer, parts.gate, parts.clock);
     this.#rest = new Rest(parts.driver, parts.schema, parts.queue, parts.clock, parts.settings.pollIntervalMs);
@@ -97,6 +104,16 @@ export class Producer {
   /** Jobs whose handlers are running now. */
   get activeCount(): number {
     return this.#running.size;
+  }
+
+  /**
+   * Whether this producer can do without the insert trigger's notices (see waiting.ts): its
+   * claims have kept finding jobs since `since` (clock), and its queue has no limit (whose
+   * claims, all keyed, a plain notice wakes). errand's enqueues of keyed jobs send their
+   * keyed notice either way.
+   */
+  quietSince(since: number): boolean {
+    return this.#queueMayHaveJobs && this.#restedAt < since && !this.#gate.limited;
   }
 
   /** Starts the claim loop. */
@@ -129,9 +146,23 @@ export class Producer {
   nudge(keyed = false, returned = false, since?: number): void {
     if (returned) this.#claimer.dropFloor();
     if (since !== undefined) this.#claimer.lowerFloor(since);
+    this.#keyed.wake(keyed);
+    this.#lookAgain();
+  }
+
+  /**
+   * Plain jobs may be ready that no notice announced, below the claim floor too (see
+   * waiting.ts): the plain claim looks again, with the floor's probe. The keyed claim keeps
+   * its own schedule, as for a plain SQL insert's keyed job.
+   */
+  lookBelowFloor(): void {
+    this.#claimer.dropFloor();
+    this.#lookAgain();
+  }
+
+  #lookAgain(): void {
     this.#nudges++;
     this.#queueMayHaveJobs = true;
-    this.#keyed.wake(keyed);
     this.#wake.wake();
   }
 
@@ -241,12 +272,14 @@ export class Producer {
           let startNow = Math.max(0, Math.min(free, this.#concurrency - this.#running.size - this.#buffer.length));
           const nudges = this.#nudges;
           // Keyed jobs (concurrency keys) first, for free slots only: see keyed-claim.ts.
+          const keyedLooked = keyedDue && startNow > 0;
           const keyed = keyedDue ? await this.#claimer.claimKeyed(startNow) : [];
           startNow -= keyed.length;
           // While keyed jobs may be waiting, claim no plain jobs ahead: a full buffer would keep them from the slots.
           // A queue with a limit claims all its jobs through the keyed path (claim_limited).
           const plainLimit = this.#gate.limited ? 0 : this.#keyed.due() ? startNow : free - keyed.length;
-          const plain = this.#queueMayHaveJobs && plainLimit > 0 ? await this.#claimer.claim(plainLimit, startNow) : [];
+          const plainLooked = this.#queueMayHaveJobs && plainLimit > 0;
+          const plain = plainLooked ? await this.#claimer.claim(plainLimit, startNow) : [];
           const jobs = keyed.length === 0 ? plain : keyed.concat(plain);
           this.#claimFailures = 0;
           claimedSinceWait += jobs.length;
@@ -263,8 +296,12 @@ export class Producer {
             this.#rest.claimed();
             continue;
           }
-          if (this.#nudges === nudges) {
+          // A round that made no claim (a keyed claim due, and no slot free for it) found
+          // nothing out: it waits for a slot below.
+          if (this.#nudges === nudges && (keyedLooked || plainLooked)) {
             this.#queueMayHaveJobs = false;
+            this.#restedAt = this.#clock.now();
+            this.#rested();
             this.#rest.emptied(claimedSinceWait > 0);
           }
         } catch (error) {

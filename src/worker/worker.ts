@@ -5,7 +5,7 @@ import { ErrandError } from "../errors.js";
 import type { Driver } from "../driver/types.js";
 import { type RescueResult, Rescuer } from "../maintenance/rescuer.js";
 import type { ResolvedKind } from "../options.js";
-import { defaultRetryPolicy, pausePollMs, restingPollMs } from "../defaults.js";
+import { busyBeforeQuietMs, defaultRetryPolicy, pausePollMs, restingPollMs } from "../defaults.js";
 import { queriesFor } from "../sql/jobs.js";
 import { pauseNotice } from "../sql/queues.js";
 import { keyedNotice } from "../sql/limits.js";
@@ -18,6 +18,7 @@ import { WorkerPauses } from "./pauses.js";
 import { ProgressWriter } from "./progress.js";
 import { KeyedClaim } from "./keyed-claim.js";
 import { WorkerPresence } from "./presence.js";
+import { Waiting } from "./waiting.js";
 import { Producer } from "./producer.js";
 import { type WorkerEvent, type WorkerOptions, type WorkerSettings, resolveWorkerOptions } from "./worker-options.js";
 
@@ -46,6 +47,7 @@ export class Worker {
   readonly #producers: readonly Producer[];
   readonly #pauses: WorkerPauses;
   readonly #presence: WorkerPresence;
+  readonly #waiting: Waiting;
   readonly #heartbeat: Heartbeat;
   readonly #rescuer: Rescuer;
   readonly #stoppedCallbacks: (() => void)[] = [];
@@ -77,9 +79,26 @@ export class Worker {
     // The worker claims only kinds it has a handler for (see QueueGate).
     this.#pauses = new WorkerPauses(driver, schema, Object.keys(options.handlers));
     this.#presence = new WorkerPresence(driver, schema, this.id, [...settings.queues.keys()], Object.keys(options.handlers), clock);
+    const lookBelowFloors = () => {
+      for (const producer of this.#producers) producer.lookBelowFloor();
+    };
+    const waiting = new Waiting(driver, schema, this.#presence, settings.pollIntervalMs, lookBelowFloors, (error) => emit({ type: "error", during: "presence", error }));
+    this.#waiting = waiting;
     const producers = [...settings.queues].map(
       ([queue, concurrency]) =>
-        new Producer({ ...common, queue, concurrency, gate: this.#pauses.gate(queue), handlers: options.handlers, policyFor, timeoutFor, completer: this.#completer, progress: this.#progress, keyed: new KeyedClaim(driver, schema, clock, settings.pollIntervalMs) }),
+        new Producer({
+          ...common,
+          queue,
+          concurrency,
+          gate: this.#pauses.gate(queue),
+          handlers: options.handlers,
+          policyFor,
+          timeoutFor,
+          completer: this.#completer,
+          progress: this.#progress,
+          keyed: new KeyedClaim(driver, schema, clock, settings.pollIntervalMs),
+          rested: () => waiting.rest(),
+        }),
     );
     this.#producers = producers;
     const completer = this.#completer;
@@ -141,8 +160,11 @@ export class Worker {
       return;
     }
     const settings = this.#settings;
-    await this.#refreshPresence();
-    this.#every(pausePollMs, () => Promise.all([this.#pollPauses(), this.#refreshPresence()]).then(() => {}));
+    this.#waiting.started(await this.#refreshPresence());
+    this.#every(pausePollMs, () => {
+      this.#quietWhenBusy();
+      return Promise.all([this.#pollPauses(), this.#refreshPresence()]).then(() => {});
+    });
     this.#every(settings.heartbeatIntervalMs, () => this.#heartbeat.beat());
     this.#every(settings.leaseCheckMs, () => {
       this.#heartbeat.checkLeases();
@@ -243,9 +265,21 @@ export class Worker {
     }
   }
 
-  /** Writes this worker's row in the registry of live workers when due (see presence.ts). */
-  async #refreshPresence(): Promise<void> {
-    await this.#presence.refresh().catch((error: unknown) => this.#emit({ type: "error", during: "presence", error }));
+  /** Writes this worker's row in the registry of live workers when due (see presence.ts); resolves false when the write failed. */
+  async #refreshPresence(): Promise<boolean> {
+    return await this.#presence.refresh().then(
+      () => true,
+      (error: unknown) => {
+        this.#emit({ type: "error", during: "presence", error });
+        return false;
+      },
+    );
+  }
+
+  /** Every producer has kept finding jobs for {@link busyBeforeQuietMs}: the worker stops waiting for notices (see waiting.ts). */
+  #quietWhenBusy(): void {
+    const since = this.#clock.now() - busyBeforeQuietMs;
+    if (this.#producers.every((producer) => producer.quietSince(since))) this.#waiting.quiet();
   }
 
   async #stop(timeout: number): Promise<void> {
@@ -253,6 +287,7 @@ export class Worker {
     const deadline = this.#clock.now() + timeout;
     this.#state = "stopping";
     await Promise.all(this.#producers.map((producer) => producer.stopClaiming()));
+    this.#waiting.stop();
     await this.#unlisten?.().catch(() => {});
     // Claimed but never started: give them back now so other workers can take them.
     let released = 0;

@@ -7,6 +7,7 @@ import { PGlite } from "@electric-sql/pglite";
 import { afterAll, afterEach, beforeEach, inject } from "vitest";
 import { Errand, type ErrandOptions } from "../../src/index.js";
 import type { SqlClient } from "../../src/client.js";
+import { channelFor } from "../../src/sql/statement.js";
 
 /** Which database this run of the suite targets. */
 export const target = (process.env.ERRAND_TEST_DB ?? "pglite") as "postgres" | "pglite";
@@ -50,6 +51,15 @@ export interface TestErrand {
   /** Runs `fn` inside a transaction on the caller's own connection, as an app would. */
   inTransaction<T>(fn: (client: SqlClient) => Promise<T>, commit?: boolean): Promise<T>;
   cleanup(): Promise<void>;
+}
+
+/**
+ * Listens on the workers' channel as a waiting worker does: the insert trigger notifies only
+ * while a row of the worker registry says a worker waits (migration 025), so this writes one.
+ */
+export async function listenAsWaitingWorker(t: Pick<TestErrand, "sql" | "schema" | "errand">, onNotify: (payload?: string) => void): Promise<() => Promise<void>> {
+  await t.sql(`INSERT INTO ${t.schema}.workers (id, queues, kinds) VALUES ('a test listening', '{}', '{}')`);
+  return await t.errand.driver.listen(channelFor(t.schema), onNotify);
 }
 
 /**

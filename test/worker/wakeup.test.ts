@@ -2,7 +2,7 @@ import { expect, it } from "vitest";
 import { Errand } from "../../src/index.js";
 import type { Driver, Statement } from "../../src/driver/types.js";
 import { channelFor, insertedSince } from "../../src/sql/statement.js";
-import { eventually, useTestErrand } from "../support/db.js";
+import { eventually, listenAsWaitingWorker, useTestErrand } from "../support/db.js";
 
 const t = useTestErrand();
 
@@ -85,7 +85,7 @@ it("an insert's notice carries its transaction's start, once per transaction, in
   // A worker lowers its claim floor to that start (src/worker/claim-floor.ts): the jobs'
   // run_at defaults to it, so it must be exact and never later.
   const payloads: (string | undefined)[] = [];
-  const unlisten = await t.errand.driver.listen(channelFor(t.schema), (payload) => payloads.push(payload));
+  const unlisten = await listenAsWaitingWorker(t, (payload) => payloads.push(payload));
   try {
     const startUs = await t.inTransaction(async (client) => {
       const { rows } = await client.query<{ us: string }>(`SELECT floor(extract(epoch FROM now()) * 1000000)::bigint::text AS us`);
@@ -115,7 +115,7 @@ it("an enqueue of jobs given a run_at in the past also sends the earliest, in mi
   // Such jobs lie below busy workers' claim floors, which the transaction's start does not
   // reach (a schedule's missed slot, a runAt from a clock behind the server's).
   const payloads: string[] = [];
-  const unlisten = await t.errand.driver.listen(channelFor(t.schema), (payload) => payloads.push(payload ?? ""));
+  const unlisten = await listenAsWaitingWorker(t, (payload) => payloads.push(payload ?? ""));
   const noticesAfter = async (enqueue: () => Promise<unknown>, count: number): Promise<string[]> => {
     const from = payloads.length;
     await enqueue();
@@ -192,7 +192,7 @@ it("beside another enqueue in flight, errand's own enqueue sends its notice afte
   );
   const after = () => ran.filter(({ text }) => text.includes("errand.jobs_notice"));
   const payloads: string[] = [];
-  const unlisten = await t.errand.driver.listen(channelFor(t.schema), (payload) => payloads.push(payload ?? ""));
+  const unlisten = await listenAsWaitingWorker(t, (payload) => payloads.push(payload ?? ""));
   const sentinel = async (): Promise<void> => {
     await t.sql(`SELECT pg_notify('${channelFor(t.schema)}', 'sentinel')`);
     await eventually(() => payloads.includes("sentinel"), 5_000, "the sentinel");

@@ -1,0 +1,140 @@
+import { restingPollMs } from "../defaults.js";
+import type { Driver } from "../driver/types.js";
+import { workerQueriesFor } from "../sql/workers.js";
+import type { WorkerPresence } from "./presence.js";
+
+/**
+ * Whether this worker waits for the insert trigger's notices, as its row in the registry
+ * says (migration 025: the trigger notifies only while some row says so, since a notifying
+ * commit queues behind a lock the whole server shares). A worker waits from its start and
+ * whenever one of its producers finds its queue empty; it stops waiting once every producer
+ * has kept finding jobs for a while (the worker's timer calls {@link quiet}): its claims go
+ * on without notices, and the inserts made meanwhile commit without the lock.
+ *
+ * Coming back to waiting is where a job could be missed: a transaction whose trigger looked
+ * before the row said "waiting" commits unannounced. So once the row says it, the worker
+ * reads which transactions are in flight (their ids were drawn before the trigger looked,
+ * so every such transaction is among them or already committed), has its producers claim
+ * at once, and again each time some of those end, until none is left: then every job
+ * inserted unannounced is visible to a claim that came after. These claims drop the claim
+ * floors (`nudge`): such a job's run_at, its transaction's start, may lie below them.
+ * Transactions in flight that insert nothing (most) cost only the look at their status,
+ * first after 1 ms, then at doubling intervals up to the poll interval, and for at most the
+ * resting poll (30 s), which covers whatever is left.
+ *
+ * When a write fails, the producers claim again after a poll interval and the next rest
+ * tries again: until the row is written the worker does not count on notices.
+ */
+export class Waiting {
+  readonly #driver: Driver;
+  readonly #schema: string;
+  readonly #presence: WorkerPresence;
+  readonly #pollIntervalMs: number;
+  /** Claim again, below the claim floors too. */
+  readonly #nudge: () => void;
+  readonly #onError: (error: unknown) => void;
+  /** What the row says; undefined until written (or after a write failed). */
+  #written: boolean | undefined;
+  #wanted = true;
+  #writing = false;
+  /** Counts the changes to waiting: a look at the transactions in flight stops when a newer change makes it moot. */
+  #changes = 0;
+  #stopped = false;
+  readonly #timers = new Set<NodeJS.Timeout>();
+
+  constructor(driver: Driver, schema: string, presence: WorkerPresence, pollIntervalMs: number, nudge: () => void, onError: (error: unknown) => void) {
+    this.#driver = driver;
+    this.#schema = schema;
+    this.#presence = presence;
+    this.#pollIntervalMs = pollIntervalMs;
+    this.#nudge = nudge;
+    this.#onError = onError;
+  }
+
+  /** The worker wrote its row at start (`written`: the write succeeded; a new row waits). */
+  started(written: boolean): void {
+    if (!written) return this.#want(true);
+    this.#written = true;
+    void this.#afterWaiting(++this.#changes);
+  }
+
+  /** A producer found its queue empty: it counts on notices now. */
+  rest(): void {
+    this.#want(true);
+  }
+
+  /** Every producer has kept finding jobs for a while: no notices needed. */
+  quiet(): void {
+    this.#want(false);
+  }
+
+  /** The worker stops: no more writes (its row is deleted next). */
+  stop(): void {
+    this.#stopped = true;
+    for (const timer of this.#timers) clearTimeout(timer);
+    this.#timers.clear();
+  }
+
+  #want(waiting: boolean): void {
+    this.#wanted = waiting;
+    if (this.#written !== waiting && !this.#writing && !this.#stopped) void this.#write();
+  }
+
+  async #write(): Promise<void> {
+    this.#writing = true;
+    try {
+      while (this.#written !== this.#wanted && !this.#stopped) {
+        const waiting = this.#wanted;
+        this.#written = undefined;
+        const change = ++this.#changes;
+        try {
+          await this.#presence.wait(waiting);
+        } catch (error) {
+          this.#onError(error);
+          // The producers look again after a poll interval; their next rest tries again.
+          this.#after(this.#pollIntervalMs, this.#nudge);
+          return;
+        }
+        this.#written = waiting;
+        if (waiting) void this.#afterWaiting(change);
+      }
+    } finally {
+      this.#writing = false;
+    }
+  }
+
+  /** The row says "waiting" since change `change`: claims until the transactions in flight then have ended. */
+  async #afterWaiting(change: number): Promise<void> {
+    const queries = workerQueriesFor(this.#schema);
+    const current = () => change === this.#changes && !this.#stopped;
+    try {
+      let { rows } = await this.#driver.run<{ xids: string[] }>(queries.inFlight, []);
+      let xids = rows[0]?.xids ?? [];
+      if (!current()) return;
+      this.#nudge();
+      let delay = 1;
+      for (let waited = 0; xids.length > 0 && waited < restingPollMs; waited += delay, delay = Math.min(delay * 2, this.#pollIntervalMs)) {
+        await new Promise<void>((resolve) => this.#after(delay, resolve));
+        if (!current()) return;
+        ({ rows } = await this.#driver.run<{ xids: string[] }>(queries.stillInFlight, [xids]));
+        const still = rows[0]?.xids ?? [];
+        if (!current()) return;
+        if (still.length < xids.length) this.#nudge();
+        xids = still;
+      }
+    } catch (error) {
+      this.#onError(error);
+      // Not knowing which have ended: claim again after a poll interval, as a poll would.
+      this.#after(this.#pollIntervalMs, () => current() && this.#nudge());
+    }
+  }
+
+  #after(ms: number, fn: () => unknown): void {
+    if (this.#stopped) return;
+    const timer = setTimeout(() => {
+      this.#timers.delete(timer);
+      fn();
+    }, ms);
+    this.#timers.add(timer);
+  }
+}

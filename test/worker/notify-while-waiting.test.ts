@@ -1,0 +1,94 @@
+import { expect, it } from "vitest";
+import { channelFor } from "../../src/sql/statement.js";
+import { eventually, useTestErrand } from "../support/db.js";
+
+const t = useTestErrand();
+
+/** What the registry says of worker `id` (undefined: no row). */
+async function waitingOf(id: string): Promise<boolean | undefined> {
+  const rows = await t.sql<{ waiting: boolean }>(`SELECT waiting FROM ${t.schema}.workers WHERE id = $1`, [id]);
+  return rows[0]?.waiting;
+}
+
+it("the insert trigger notifies while a worker waits, and otherwise only when a notice is needed anyway", async () => {
+  // A notifying commit queues behind a lock the whole server shares (migration 025): inserts
+  // with no worker waiting commit without it. Each step ends with a sentinel notice, so a
+  // notice the insert did not send cannot arrive later unseen.
+  const payloads: string[] = [];
+  const channel = channelFor(t.schema);
+  const unlisten = await t.errand.driver.listen(channel, (payload) => payloads.push(payload ?? ""));
+  let sentinels = 0;
+  const noticesOf = async (insert: () => Promise<unknown>): Promise<string[]> => {
+    const from = payloads.length;
+    await insert();
+    const sentinel = `sentinel ${++sentinels}`;
+    await t.sql(`SELECT pg_notify('${channel}', '${sentinel}')`);
+    await eventually(() => payloads.includes(sentinel), 5_000, sentinel);
+    return payloads.slice(from, payloads.indexOf(sentinel));
+  };
+  const plainInsert = () => t.sql(`INSERT INTO ${t.schema}.jobs (kind) VALUES ('a')`);
+  try {
+    // No worker registered: no notice, from plain SQL or from errand.
+    expect(await noticesOf(plainInsert)).toEqual([]);
+    expect(await noticesOf(() => t.errand.enqueue("a", {}))).toEqual([]);
+    // A worker that does not wait (its claims keep finding jobs): none either.
+    await t.sql(`INSERT INTO ${t.schema}.workers (id, queues, kinds, waiting) VALUES ('busy', '{default}', '{a}', false)`);
+    expect(await noticesOf(plainInsert)).toEqual([]);
+    // A transaction that is not READ COMMITTED may not see a worker start waiting: it notifies.
+    const repeatable = await noticesOf(() =>
+      t.inTransaction(async (client) => {
+        await client.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
+        await client.query(`INSERT INTO ${t.schema}.jobs (kind) VALUES ('a')`);
+      }),
+    );
+    expect(repeatable).toHaveLength(1);
+    // A transaction that began longer than the claim's slack before its insert: its jobs'
+    // run_at may lie below where busy workers claim, and the notice says where.
+    const late = await noticesOf(() =>
+      t.inTransaction(async (client) => {
+        await client.query("SELECT pg_sleep(0.15)");
+        await client.query(`INSERT INTO ${t.schema}.jobs (kind) VALUES ('a')`);
+      }),
+    );
+    expect(late).toHaveLength(1);
+    // A worker waits: every inserting transaction notifies once, as before migration 025.
+    await t.sql(`INSERT INTO ${t.schema}.workers (id, queues, kinds) VALUES ('resting', '{default}', '{a}')`);
+    expect(await noticesOf(plainInsert)).toHaveLength(1);
+    expect(await noticesOf(() => t.errand.enqueue("a", {}))).toHaveLength(1);
+  } finally {
+    await unlisten();
+  }
+});
+
+it("a worker waits for notices at rest, stops once its claims keep finding jobs, and waits again when its queue is empty", async () => {
+  const id = "notice-test-worker";
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  const ran: string[] = [];
+  // One slot, no buffer: while the slow job runs, the worker's last claim found a job.
+  const worker = t.errand.worker({
+    workerId: id,
+    concurrency: 1,
+    prefetch: 0,
+    pollIntervalMs: 600_000,
+    rescueIntervalMs: 0,
+    handlers: { slow: () => gate, quick: async (_payload, ctx) => void ran.push(ctx.id) },
+  });
+  await worker.start();
+  expect(await waitingOf(id)).toBe(true);
+  await t.errand.enqueue("slow", {});
+  await eventually(() => worker.activeCount === 1, 5_000, "the slow job running");
+  // Busy for a second (the worker's timer looks every second): it stops waiting.
+  await eventually(async () => (await waitingOf(id)) === false, 5_000, "the worker to stop waiting");
+  // An insert made now is not announced; the worker claims it once its slot is free.
+  const { id: quick } = await t.errand.enqueue("quick", {});
+  release();
+  await eventually(() => ran.includes(quick), 5_000, "the quick job to run");
+  // Its queue empty, it waits again, and a job enqueued now wakes it (the poll is ten minutes).
+  await eventually(async () => (await waitingOf(id)) === true, 5_000, "the worker to wait again");
+  const { id: next } = await t.errand.enqueue("quick", {});
+  await eventually(() => ran.includes(next), 5_000, "the next job to run");
+  await worker.stop();
+  expect(await waitingOf(id)).toBeUndefined();
+  expect(ran).toEqual([quick, next]);
+});
