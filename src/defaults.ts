@@ -62,6 +62,13 @@ export const restingPollMs = 30_000;
  */
 export const busyBeforeQuietMs = 1_000;
 
+/**
+ * How many insert notices a busy worker must hear within that second to stop waiting: a
+ * worker stops only while inserts notify often, since coming back to waiting costs a
+ * round of claims (src/worker/waiting.ts); a few notices a second queue on no lock.
+ */
+export const noticesBeforeQuiet = 50;
+
 /** How long a stopping worker lets running handlers finish: under Kubernetes' 30 s grace. */
 export const defaultShutdownTimeoutMs = 25_000;
 

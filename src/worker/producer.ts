@@ -147,20 +147,14 @@ export class Producer {
     if (returned) this.#claimer.dropFloor();
     if (since !== undefined) this.#claimer.lowerFloor(since);
     this.#keyed.wake(keyed);
-    this.#lookAgain();
+    this.lookAgain();
   }
 
   /**
-   * Plain jobs may be ready that no notice announced, below the claim floor too (see
-   * waiting.ts): the plain claim looks again, with the floor's probe. The keyed claim keeps
-   * its own schedule, as for a plain SQL insert's keyed job.
+   * Plain jobs may be ready that no notice announced (see waiting.ts): the plain claim looks
+   * again. The keyed claim keeps its own schedule, as for a plain SQL insert's keyed job.
    */
-  lookBelowFloor(): void {
-    this.#claimer.dropFloor();
-    this.#lookAgain();
-  }
-
-  #lookAgain(): void {
+  lookAgain(): void {
     this.#nudges++;
     this.#queueMayHaveJobs = true;
     this.#wake.wake();

@@ -8,19 +8,25 @@ import type { WorkerPresence } from "./presence.js";
  * says (migration 025: the trigger notifies only while some row says so, since a notifying
  * commit queues behind a lock the whole server shares). A worker waits from its start and
  * whenever one of its producers finds its queue empty; it stops waiting once every producer
- * has kept finding jobs for a while (the worker's timer calls {@link quiet}): its claims go
- * on without notices, and the inserts made meanwhile commit without the lock.
+ * has kept finding jobs for a second while inserts kept notifying (the worker's timer calls
+ * {@link quiet}): its claims go on without notices, and the inserts made meanwhile commit
+ * without the lock.
  *
  * Coming back to waiting is where a job could be missed: a transaction whose trigger looked
  * before the row said "waiting" commits unannounced. So once the row says it, the worker
  * reads which transactions are in flight (their ids were drawn before the trigger looked,
  * so every such transaction is among them or already committed), has its producers claim
  * at once, and again each time some of those end, until none is left: then every job
- * inserted unannounced is visible to a claim that came after. These claims drop the claim
- * floors (`nudge`): such a job's run_at, its transaction's start, may lie below them.
- * Transactions in flight that insert nothing (most) cost only the look at their status,
- * first after 1 ms, then at doubling intervals up to the poll interval, and for at most the
- * resting poll (30 s), which covers whatever is left.
+ * inserted unannounced is visible to a claim that came after. Such a job's run_at, its
+ * transaction's start, lies below where the claims start only when that transaction ran
+ * longer than the claim's slack and claims went past its start meanwhile: then the claim
+ * floor's own probe finds it, at most a poll interval after its last (as it finds a plain
+ * SQL job given a past run_at). Transactions in flight that insert nothing (most) cost
+ * only the look at their status, first after 1 ms, then at doubling intervals up to the
+ * poll interval, and for at most the resting poll (30 s), which covers whatever is left.
+ * That return costs a round of claims, so a worker stops waiting only while inserts
+ * notify often (the worker's timer decides, see worker.ts), when the notices cost the
+ * inserts something.
  *
  * When a write fails, the producers claim again after a poll interval and the next rest
  * tries again: until the row is written the worker does not count on notices.
@@ -30,7 +36,7 @@ export class Waiting {
   readonly #schema: string;
   readonly #presence: WorkerPresence;
   readonly #pollIntervalMs: number;
-  /** Claim again, below the claim floors too. */
+  /** Has the producers claim again. */
   readonly #nudge: () => void;
   readonly #onError: (error: unknown) => void;
   /** What the row says; undefined until written (or after a write failed). */

@@ -5,7 +5,7 @@ import { ErrandError } from "../errors.js";
 import type { Driver } from "../driver/types.js";
 import { type RescueResult, Rescuer } from "../maintenance/rescuer.js";
 import type { ResolvedKind } from "../options.js";
-import { busyBeforeQuietMs, defaultRetryPolicy, pausePollMs, restingPollMs } from "../defaults.js";
+import { busyBeforeQuietMs, defaultRetryPolicy, noticesBeforeQuiet, pausePollMs, restingPollMs } from "../defaults.js";
 import { queriesFor } from "../sql/jobs.js";
 import { pauseNotice } from "../sql/queues.js";
 import { keyedNotice } from "../sql/limits.js";
@@ -48,6 +48,8 @@ export class Worker {
   readonly #pauses: WorkerPauses;
   readonly #presence: WorkerPresence;
   readonly #waiting: Waiting;
+  /** Insert notices heard since the timer last looked (see #quietWhenBusy). */
+  #insertNotices = 0;
   readonly #heartbeat: Heartbeat;
   readonly #rescuer: Rescuer;
   readonly #stoppedCallbacks: (() => void)[] = [];
@@ -79,10 +81,10 @@ export class Worker {
     // The worker claims only kinds it has a handler for (see QueueGate).
     this.#pauses = new WorkerPauses(driver, schema, Object.keys(options.handlers));
     this.#presence = new WorkerPresence(driver, schema, this.id, [...settings.queues.keys()], Object.keys(options.handlers), clock);
-    const lookBelowFloors = () => {
-      for (const producer of this.#producers) producer.lookBelowFloor();
+    const lookAgain = () => {
+      for (const producer of this.#producers) producer.lookAgain();
     };
-    const waiting = new Waiting(driver, schema, this.#presence, settings.pollIntervalMs, lookBelowFloors, (error) => emit({ type: "error", during: "presence", error }));
+    const waiting = new Waiting(driver, schema, this.#presence, settings.pollIntervalMs, lookAgain, (error) => emit({ type: "error", during: "presence", error }));
     this.#waiting = waiting;
     const producers = [...settings.queues].map(
       ([queue, concurrency]) =>
@@ -137,7 +139,10 @@ export class Worker {
           // send it now (a missed notice costs only time: the next heartbeat reports it).
           if (payload === cancelNotice) void this.#heartbeat.beat();
           else if (payload === pauseNotice) void this.#readPauses();
-          else this.#nudge(payload === keyedNotice, payload === returnedNotice, insertedSince(payload));
+          else {
+            if (payload !== keyedNotice && payload !== returnedNotice) this.#insertNotices++;
+            this.#nudge(payload === keyedNotice, payload === returnedNotice, insertedSince(payload));
+          }
         },
         () => {
           // Notifications sent while the connection was down are lost: look for jobs and pauses now.
@@ -276,8 +281,16 @@ export class Worker {
     );
   }
 
-  /** Every producer has kept finding jobs for {@link busyBeforeQuietMs}: the worker stops waiting for notices (see waiting.ts). */
+  /**
+   * Every producer has kept finding jobs for {@link busyBeforeQuietMs}, and inserts notified
+   * at least {@link noticesBeforeQuiet} times since the last look (a second): the worker
+   * stops waiting for notices (see waiting.ts).
+   */
   #quietWhenBusy(): void {
+    const heard = this.#insertNotices;
+    this.#insertNotices = 0;
+    // Only while inserts notify often: a quiet spell costs the claims that follow its end.
+    if (heard < noticesBeforeQuiet) return;
     const since = this.#clock.now() - busyBeforeQuietMs;
     if (this.#producers.every((producer) => producer.quietSince(since))) this.#waiting.quiet();
   }

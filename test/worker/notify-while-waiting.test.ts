@@ -60,7 +60,7 @@ it("the insert trigger notifies while a worker waits, and otherwise only when a 
   }
 });
 
-it("a worker waits for notices at rest, stops once its claims keep finding jobs, and waits again when its queue is empty", async () => {
+it("a worker waits for notices at rest, stops once its claims keep finding jobs while inserts notify often, and waits again when its queue is empty", async () => {
   const id = "notice-test-worker";
   let release!: () => void;
   const gate = new Promise<void>((resolve) => (release = resolve));
@@ -78,8 +78,13 @@ it("a worker waits for notices at rest, stops once its claims keep finding jobs,
   expect(await waitingOf(id)).toBe(true);
   await t.errand.enqueue("slow", {});
   await eventually(() => worker.activeCount === 1, 5_000, "the slow job running");
-  // Busy for a second (the worker's timer looks every second): it stops waiting.
-  await eventually(async () => (await waitingOf(id)) === false, 5_000, "the worker to stop waiting");
+  // Busy for a second (the worker's timer looks every second) while inserts notify often
+  // (jobs of a kind it does not run, one transaction each): it stops waiting.
+  const insertsUntil = async (waiting: boolean): Promise<boolean> => {
+    for (let i = 0; i < 10; i++) await t.sql(`INSERT INTO ${t.schema}.jobs (kind) VALUES ('elsewhere')`);
+    return (await waitingOf(id)) === waiting;
+  };
+  await eventually(() => insertsUntil(false), 10_000, "the worker to stop waiting");
   // An insert made now is not announced; the worker claims it once its slot is free.
   const { id: quick } = await t.errand.enqueue("quick", {});
   release();
