@@ -2,6 +2,7 @@ import { expect, it } from "vitest";
 import { Errand } from "../../src/index.js";
 import type { Driver, Statement } from "../../src/driver/types.js";
 import { workerQueriesFor } from "../../src/sql/workers.js";
+import { busyWorker } from "../support/busy-worker.js";
 import { eventually, useTestErrand } from "../support/db.js";
 
 // PostgreSQL only: the transaction held open here would hold PGlite's one connection.
@@ -9,65 +10,52 @@ const t = useTestErrand();
 
 it("a worker that starts waiting again claims a job whose insert went unannounced once its transaction commits", async () => {
   // The job's trigger looked while the worker was busy (no notice), and its transaction
-  // commits after the worker found its queue empty and said it waits. Only the worker's
-  // watch on the transactions in flight then (src/worker/waiting.ts) can find it: the
-  // worker's poll is ten minutes.
+  // commits after the worker found its queue empty, said it waits and claimed again. Only
+  // the worker's watch on the transactions in flight then (src/worker/waiting.ts) can find
+  // it: the worker's poll is ten minutes.
   const id = "barrier-test-worker";
-  let watched = false;
-  const stillInFlight: Statement = workerQueriesFor(t.schema).stillInFlight;
+  // The inserting transaction's id, once known; whether the worker's read of the
+  // transactions in flight found it; whether a claim sent after that read has returned.
+  let inserting: string | undefined;
+  let readIt = false;
+  let claimedAfter = false;
+  const { inFlight } = workerQueriesFor(t.schema);
   const driver: Driver = {
     ...t.errand.driver,
     run: async <Row>(statement: Statement, params: readonly unknown[]) => {
-      if (statement.name === stillInFlight.name) watched = true;
-      return await t.errand.driver.run<Row>(statement, params);
+      const claimAfterRead = readIt && statement.text.includes("FOR UPDATE SKIP LOCKED");
+      const result = await t.errand.driver.run<Row>(statement, params);
+      if (statement.name === inFlight.name && inserting !== undefined && (result.rows[0] as { xids: string[] }).xids.includes(inserting)) readIt = true;
+      if (claimAfterRead) claimedAfter = true;
+      return result;
     },
     close: async () => {},
   };
   const errand = Errand.fromDriver(driver, { schema: t.schema });
-  let release!: () => void;
-  const gate = new Promise<void>((resolve) => (release = resolve));
-  const ran: string[] = [];
-  const worker = errand.worker({
-    workerId: id,
-    concurrency: 1,
-    prefetch: 0,
-    pollIntervalMs: 600_000,
-    rescueIntervalMs: 0,
-    handlers: { slow: () => gate, quick: async (_payload, ctx) => void ran.push(ctx.id) },
-  });
-  const waiting = async () => (await t.sql<{ waiting: boolean }>(`SELECT waiting FROM ${t.schema}.workers WHERE id = $1`, [id]))[0]?.waiting;
-  await worker.start();
-  await t.errand.enqueue("slow", {});
-  await eventually(() => worker.activeCount === 1, 5_000, "the slow job running");
-  // Busy while inserts notify often (jobs of a kind it does not run): it stops waiting.
-  await eventually(
-    async () => {
-      for (let i = 0; i < 10; i++) await t.sql(`INSERT INTO ${t.schema}.jobs (kind) VALUES ('elsewhere')`);
-      return (await waiting()) === false;
-    },
-    10_000,
-    "the busy worker to stop waiting",
-  );
+  const busy = await busyWorker(t, errand, id);
+  await busy.insertUntilQuiet();
 
   let commit!: () => void;
   const committing = new Promise<void>((resolve) => (commit = resolve));
-  let inserted!: (id: string) => void;
-  const insert = new Promise<string>((resolve) => (inserted = resolve));
+  let inserted!: (job: { id: string; xid: string }) => void;
+  const insert = new Promise<{ id: string; xid: string }>((resolve) => (inserted = resolve));
   const transaction = t.inTransaction(async (client) => {
-    const { rows } = await client.query<{ id: string }>(`INSERT INTO ${t.schema}.jobs (kind) VALUES ('quick') RETURNING id`);
-    inserted(String(rows[0]!.id));
+    const { rows } = await client.query<{ id: string; xid: string }>(`INSERT INTO ${t.schema}.jobs (kind) VALUES ('quick') RETURNING id, pg_current_xact_id()::text AS xid`);
+    inserted({ id: String(rows[0]!.id), xid: rows[0]!.xid });
     await committing;
   });
-  const quick = await insert;
-  // The slot frees: the worker's claim finds nothing it can see, it says it waits, and
-  // watches the transactions in flight then, this one among them.
-  release();
-  await eventually(() => watched, 5_000, "the worker to watch the transactions in flight");
-  expect(await waiting()).toBe(true);
-  expect(ran).toEqual([]);
+  const { id: quick, xid } = await insert;
+  inserting = xid;
+  // The slot frees: the worker's claim finds nothing it can see, it says it waits, reads
+  // the transactions in flight (this one among them) and claims again at once, finding
+  // nothing yet. Only the end of this transaction can have it claim after that.
+  busy.release();
+  await eventually(() => claimedAfter, 5_000, "a claim after the worker read the transactions in flight");
+  expect(await busy.waiting()).toBe(true);
+  expect(busy.ran).toEqual([]);
   commit();
   await transaction;
-  await eventually(() => ran.includes(quick), 5_000, "the unannounced job to run");
-  await worker.stop();
+  await eventually(() => busy.ran.includes(quick), 5_000, "the unannounced job to run");
+  await busy.worker.stop();
   await errand.close();
 });

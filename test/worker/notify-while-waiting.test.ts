@@ -1,14 +1,9 @@
 import { expect, it } from "vitest";
 import { channelFor } from "../../src/sql/statement.js";
+import { busyWorker } from "../support/busy-worker.js";
 import { eventually, useTestErrand } from "../support/db.js";
 
 const t = useTestErrand();
-
-/** What the registry says of worker `id` (undefined: no row). */
-async function waitingOf(id: string): Promise<boolean | undefined> {
-  const rows = await t.sql<{ waiting: boolean }>(`SELECT waiting FROM ${t.schema}.workers WHERE id = $1`, [id]);
-  return rows[0]?.waiting;
-}
 
 it("the insert trigger notifies while a worker waits, and otherwise only when a notice is needed anyway", async () => {
   // A notifying commit queues behind a lock the whole server shares (migration 025): inserts
@@ -62,38 +57,20 @@ it("the insert trigger notifies while a worker waits, and otherwise only when a 
 
 it("a worker waits for notices at rest, stops once its claims keep finding jobs while inserts notify often, and waits again when its queue is empty", async () => {
   const id = "notice-test-worker";
-  let release!: () => void;
-  const gate = new Promise<void>((resolve) => (release = resolve));
-  const ran: string[] = [];
-  // One slot, no buffer: while the slow job runs, the worker's last claim found a job.
-  const worker = t.errand.worker({
-    workerId: id,
-    concurrency: 1,
-    prefetch: 0,
-    pollIntervalMs: 600_000,
-    rescueIntervalMs: 0,
-    handlers: { slow: () => gate, quick: async (_payload, ctx) => void ran.push(ctx.id) },
-  });
-  await worker.start();
-  expect(await waitingOf(id)).toBe(true);
-  await t.errand.enqueue("slow", {});
-  await eventually(() => worker.activeCount === 1, 5_000, "the slow job running");
-  // Busy for a second (the worker's timer looks every second) while inserts notify often
-  // (jobs of a kind it does not run, one transaction each): it stops waiting.
-  const insertsUntil = async (waiting: boolean): Promise<boolean> => {
-    for (let i = 0; i < 10; i++) await t.sql(`INSERT INTO ${t.schema}.jobs (kind) VALUES ('elsewhere')`);
-    return (await waitingOf(id)) === waiting;
-  };
-  await eventually(() => insertsUntil(false), 10_000, "the worker to stop waiting");
+  const busy = await busyWorker(t, t.errand, id);
+  // Busy, but no insert has notified it yet: it waits.
+  expect(await busy.waiting()).toBe(true);
+  // Busy for a second (the worker's timer looks every second) while inserts notify often: it stops waiting.
+  await busy.insertUntilQuiet();
   // An insert made now is not announced; the worker claims it once its slot is free.
   const { id: quick } = await t.errand.enqueue("quick", {});
-  release();
-  await eventually(() => ran.includes(quick), 5_000, "the quick job to run");
+  busy.release();
+  await eventually(() => busy.ran.includes(quick), 5_000, "the quick job to run");
   // Its queue empty, it waits again, and a job enqueued now wakes it (the poll is ten minutes).
-  await eventually(async () => (await waitingOf(id)) === true, 5_000, "the worker to wait again");
+  await eventually(async () => (await busy.waiting()) === true, 5_000, "the worker to wait again");
   const { id: next } = await t.errand.enqueue("quick", {});
-  await eventually(() => ran.includes(next), 5_000, "the next job to run");
-  await worker.stop();
-  expect(await waitingOf(id)).toBeUndefined();
-  expect(ran).toEqual([quick, next]);
+  await eventually(() => busy.ran.includes(next), 5_000, "the next job to run");
+  await busy.worker.stop();
+  expect(await busy.waiting()).toBeUndefined();
+  expect(busy.ran).toEqual([quick, next]);
 });
