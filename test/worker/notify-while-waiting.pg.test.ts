@@ -16,7 +16,7 @@ it("a worker that starts waiting again claims a job whose insert went unannounce
   const id = "barrier-test-worker";
   // The inserting transaction's id, once known; whether the worker's read of the
   // transactions in flight found it; whether a claim sent after that read has returned.
-  let inserting: string | undefined;
+  const inserting: { xid?: string } = {};
   let readIt = false;
   let claimedAfter = false;
   const { inFlight } = workerQueriesFor(t.schema);
@@ -25,7 +25,7 @@ it("a worker that starts waiting again claims a job whose insert went unannounce
     run: async <Row>(statement: Statement, params: readonly unknown[]) => {
       const claimAfterRead = readIt && statement.text.includes("FOR UPDATE SKIP LOCKED");
       const result = await t.errand.driver.run<Row>(statement, params);
-      if (statement.name === inFlight.name && inserting !== undefined && (result.rows[0] as { xids: string[] }).xids.includes(inserting)) readIt = true;
+      if (statement.name === inFlight.name && inserting.xid !== undefined && (result.rows[0] as { xids: string[] }).xids.includes(inserting.xid)) readIt = true;
       if (claimAfterRead) claimedAfter = true;
       return result;
     },
@@ -45,7 +45,7 @@ it("a worker that starts waiting again claims a job whose insert went unannounce
     await committing;
   });
   const { id: quick, xid } = await insert;
-  inserting = xid;
+  inserting.xid = xid;
   // The slot frees: the worker's claim finds nothing it can see, it says it waits, reads
   // the transactions in flight (this one among them) and claims again at once, finding
   // nothing yet. Only the end of this transaction can have it claim after that.
