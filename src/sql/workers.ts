@@ -40,12 +40,21 @@ function build(s: string): WorkerQueries {
       INSERT INTO ${s}.workers (id, queues, kinds, waiting) VALUES ($1::text, $2::text[], $3::text[], $4::boolean)
       ON CONFLICT (id) DO UPDATE SET waiting = EXCLUDED.waiting, seen_at = now()`, true),
 
-    /* inFlight — the transactions with an id in flight now (a snapshot taken after the worker's row said it waits). rows: one, xids (text[]) */
-    inFlight: statement(`SELECT coalesce(array_agg(x::text), '{}') AS xids FROM pg_snapshot_xip(pg_current_snapshot()) AS x`, true),
+    /*
+     * inFlight — the transactions in flight now that hold a write lock on the jobs table
+     * (every insert takes one and keeps it to the end), by their ids: a look taken after the
+     * worker's row said it waits, for those whose insert may have gone unannounced (see
+     * src/worker/waiting.ts). Other schemas' and other tables' transactions are left out.
+     * rows: one, xids (text[])
+     */
+    inFlight: statement(`
+      SELECT coalesce(array_agg(DISTINCT x.transactionid::text), '{}') AS xids
+      FROM pg_locks r JOIN pg_locks x ON x.virtualtransaction = r.virtualtransaction AND x.locktype = 'transactionid'
+      WHERE r.locktype = 'relation' AND r.relation = '${s}.jobs'::regclass AND r.mode = 'RowExclusiveLock' AND r.granted`, true),
 
-    /* stillInFlight — those of transactions $1 (text[]) still in flight. rows: one, xids (text[]) */
+    /* stillInFlight — those of transactions $1 (ids, text[]) still in flight: each holds the lock on its own id to its end. rows: one, xids (text[]) */
     stillInFlight: statement(`
-      SELECT coalesce(array_agg(x::text), '{}') AS xids FROM unnest($1::text[]::xid8[]) AS x WHERE pg_xact_status(x) = 'in progress'`, true),
+      SELECT coalesce(array_agg(transactionid::text), '{}') AS xids FROM pg_locks WHERE locktype = 'transactionid' AND transactionid::text = ANY($1::text[])`, true),
 
     /*
      * unserved — ready jobs (due or not) whose queue and kind no live worker serves (none

@@ -59,3 +59,50 @@ it("a worker that starts waiting again claims a job whose insert went unannounce
   await busy.worker.stop();
   await errand.close();
 });
+
+it("a worker coming to waiting watches the transactions that write its jobs table, not the others", async () => {
+  // Only an insert into the jobs table can have gone unannounced: a transaction that
+  // writes elsewhere (another table, another schema's jobs) is not waited for, so a
+  // long one costs a starting worker no looks and no claims.
+  const reads: string[][] = [];
+  const { inFlight } = workerQueriesFor(t.schema);
+  const driver: Driver = {
+    ...t.errand.driver,
+    run: async <Row>(statement: Statement, params: readonly unknown[]) => {
+      const result = await t.errand.driver.run<Row>(statement, params);
+      if (statement.name === inFlight.name) reads.push((result.rows[0] as { xids: string[] }).xids);
+      return result;
+    },
+    close: async () => {},
+  };
+  await t.sql(`CREATE TABLE ${t.schema}.elsewhere (x int)`);
+  const hold = (sql: string) => {
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let began!: (xid: string) => void;
+    const xid = new Promise<string>((resolve) => (began = resolve));
+    const done = t.inTransaction(async (client) => {
+      await client.query(sql);
+      began((await client.query<{ xid: string }>("SELECT pg_current_xact_id()::text AS xid")).rows[0]!.xid);
+      await released;
+    });
+    return { xid, release, done };
+  };
+  const jobs = hold(`INSERT INTO ${t.schema}.jobs (kind) VALUES ('unhandled')`);
+  const other = hold(`INSERT INTO ${t.schema}.elsewhere VALUES (1)`);
+  const [jobsXid, otherXid] = await Promise.all([jobs.xid, other.xid]);
+  const errand = Errand.fromDriver(driver, { schema: t.schema });
+  const worker = errand.worker({ pollIntervalMs: 600_000, rescueIntervalMs: 0, handlers: { ping: async () => {} } });
+  try {
+    await worker.start();
+    await eventually(() => reads.length > 0, 5_000, "the worker's look at the transactions in flight");
+    expect(reads[0]).toContain(jobsXid);
+    expect(reads[0]).not.toContain(otherXid);
+  } finally {
+    jobs.release();
+    other.release();
+    await Promise.all([jobs.done, other.done]);
+    await worker.stop();
+    await errand.close();
+  }
+});
