@@ -8,6 +8,24 @@ import { eventually, useTestErrand } from "../support/db.js";
 // PostgreSQL only: the transaction held open here would hold PGlite's one connection.
 const t = useTestErrand();
 
+/**
+ * Runs `sql` (an INSERT … RETURNING id) in a transaction held open until `release()`:
+ * `began` resolves with the row's id and the transaction's id once the insert is done.
+ */
+function hold(sql: string): { began: Promise<{ id: string; xid: string }>; release: () => void; done: Promise<void> } {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let began!: (row: { id: string; xid: string }) => void;
+  const row = new Promise<{ id: string; xid: string }>((resolve) => (began = resolve));
+  const done = t.inTransaction(async (client) => {
+    const { rows } = await client.query<{ id: string }>(sql);
+    const { rows: xids } = await client.query<{ xid: string }>("SELECT pg_current_xact_id()::text AS xid");
+    began({ id: String(rows[0]!.id), xid: xids[0]!.xid });
+    await released;
+  });
+  return { began: row, release, done };
+}
+
 it("a worker that starts waiting again claims a job whose insert went unannounced once its transaction commits", async () => {
   // The job's trigger looked while the worker was busy (no notice), and its transaction
   // commits after the worker found its queue empty, said it waits and claimed again. Only
@@ -35,16 +53,8 @@ it("a worker that starts waiting again claims a job whose insert went unannounce
   const busy = await busyWorker(t, errand, id);
   await busy.insertUntilQuiet();
 
-  let commit!: () => void;
-  const committing = new Promise<void>((resolve) => (commit = resolve));
-  let inserted!: (job: { id: string; xid: string }) => void;
-  const insert = new Promise<{ id: string; xid: string }>((resolve) => (inserted = resolve));
-  const transaction = t.inTransaction(async (client) => {
-    const { rows } = await client.query<{ id: string; xid: string }>(`INSERT INTO ${t.schema}.jobs (kind) VALUES ('quick') RETURNING id, pg_current_xact_id()::text AS xid`);
-    inserted({ id: String(rows[0]!.id), xid: rows[0]!.xid });
-    await committing;
-  });
-  const { id: quick, xid } = await insert;
+  const transaction = hold(`INSERT INTO ${t.schema}.jobs (kind) VALUES ('quick') RETURNING id`);
+  const { id: quick, xid } = await transaction.began;
   inserting.xid = xid;
   // The slot frees: the worker's claim finds nothing it can see, it says it waits, reads
   // the transactions in flight (this one among them) and claims again at once, finding
@@ -53,8 +63,8 @@ it("a worker that starts waiting again claims a job whose insert went unannounce
   await eventually(() => claimedAfter, 5_000, "a claim after the worker read the transactions in flight");
   expect(await busy.waiting()).toBe(true);
   expect(busy.ran).toEqual([]);
-  commit();
-  await transaction;
+  transaction.release();
+  await transaction.done;
   await eventually(() => busy.ran.includes(quick), 5_000, "the unannounced job to run");
   await busy.worker.stop();
   await errand.close();
@@ -76,21 +86,9 @@ it("a worker coming to waiting watches the transactions that write its jobs tabl
     close: async () => {},
   };
   await t.sql(`CREATE TABLE ${t.schema}.elsewhere (x int)`);
-  const hold = (sql: string) => {
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    let began!: (xid: string) => void;
-    const xid = new Promise<string>((resolve) => (began = resolve));
-    const done = t.inTransaction(async (client) => {
-      await client.query(sql);
-      began((await client.query<{ xid: string }>("SELECT pg_current_xact_id()::text AS xid")).rows[0]!.xid);
-      await released;
-    });
-    return { xid, release, done };
-  };
-  const jobs = hold(`INSERT INTO ${t.schema}.jobs (kind) VALUES ('unhandled')`);
-  const other = hold(`INSERT INTO ${t.schema}.elsewhere VALUES (1)`);
-  const [jobsXid, otherXid] = await Promise.all([jobs.xid, other.xid]);
+  const jobs = hold(`INSERT INTO ${t.schema}.jobs (kind) VALUES ('unhandled') RETURNING id`);
+  const other = hold(`INSERT INTO ${t.schema}.elsewhere VALUES (1) RETURNING x AS id`);
+  const [{ xid: jobsXid }, { xid: otherXid }] = await Promise.all([jobs.began, other.began]);
   const errand = Errand.fromDriver(driver, { schema: t.schema });
   const worker = errand.worker({ pollIntervalMs: 600_000, rescueIntervalMs: 0, handlers: { ping: async () => {} } });
   try {
