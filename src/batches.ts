@@ -5,6 +5,7 @@
  * lock, so it holds whichever worker finishes the last member, and for every path that
  * finishes a job (worker, cancel, rescuer, dead-lettering).
  */
+import { runOn } from "./driver/pg.js";
 import type { Driver, Queryable, Statement } from "./driver/types.js";
 import { type EnqueueOptions, type EnqueueTarget, type JobSpec, encodeJobs, maxKindLength } from "./enqueue.js";
 import { NotFoundError, ValidationError } from "./errors.js";
@@ -141,11 +142,11 @@ export async function createBatch(target: EnqueueTarget, spec: BatchSpec, db: Qu
   const { json, keyed } = encodeJobs(members as readonly JobSpec[], target.kinds, target.maxPayloadBytes);
   const create = batchQueriesFor(target.schema).create;
   const params = [json, callback];
-  const { rows } = db ? await db.query<CreatedRow>(create.text, params) : await target.driver.run<CreatedRow>(create, params);
+  const { rows } = db ? await runOn<CreatedRow>(db, create, params) : await target.driver.run<CreatedRow>(create, params);
   // Keyed members: the keyed notice, after the insert (see enqueueJobs).
   if (keyed) {
     const announce = limitQueriesFor(target.schema).announceKeyed;
-    await (db ? db.query(announce.text, []) : target.driver.run(announce, []));
+    await (db ? runOn(db, announce, []) : target.driver.run(announce, []));
   }
   const row = rows[0]!;
   return { batchId: String(row.batch_id), jobIds: row.ids.map(String) };

@@ -5,6 +5,7 @@
  */
 import { type DedupeMode, encodeDedupe } from "./dedupe.js";
 import { defaultMaxAttempts, defaultPriority, defaultQueue, defaultRetryPolicy } from "./defaults.js";
+import { runOn } from "./driver/pg.js";
 import type { Driver, Queryable, Session, Statement } from "./driver/types.js";
 import { ErrandError, ValidationError } from "./errors.js";
 import { type ByKind, type Kind, type PayloadField, type StandardSchemaV1, type UntypedJobs, validatePayloads } from "./jobs.js";
@@ -134,7 +135,7 @@ export async function enqueueJobs(target: EnqueueTarget, specs: readonly JobSpec
     if (keyed) await run(limitQueriesFor(target.schema).announceKeyed, []);
     return results;
   };
-  if (on) return notifying((statement, params) => on.query(statement.text, params));
+  if (on) return notifying((statement, params) => runOn(on, statement, params));
   const own = target.own;
   if (own.running === 0) {
     own.running++;

@@ -98,6 +98,18 @@ async function inTransaction<T>(client: pg.PoolClient, fn: (tx: Transaction) => 
   }
 }
 
+/**
+ * Runs `statement` on a connection the caller passed in (enqueue's `db`, a handler's
+ * transaction): by name on a `pg` Pool, Client or PoolClient, so that each connection
+ * parses and plans it once (enqueue's statement takes longer to plan than to run); as
+ * text on any other {@link Queryable}.
+ */
+export async function runOn<Row>(db: Queryable, statement: Statement, params: readonly unknown[]): Promise<QueryResult<Row>> {
+  if (db instanceof pg.Pool) return { rows: (await db.query(named(statement, params))).rows as Row[] };
+  if (db instanceof pg.Client) return { rows: (await db.query(named(statement, params))).rows as Row[] };
+  return db.query<Row>(statement.text, params);
+}
+
 /** `statement` as a `pg` query config: sent by name, prepared once per connection. */
 function named(statement: Statement, params: readonly unknown[]): pg.QueryConfig {
   return { name: statement.name, text: statement.text, values: params as unknown[] };

@@ -3,6 +3,7 @@
  * the rest of its batch as one JSON array and inserted into the outbox in one statement,
  * on the caller's connection when given: it commits or rolls back with their transaction.
  */
+import { runOn } from "../driver/pg.js";
 import type { Driver, Queryable } from "../driver/types.js";
 import { ValidationError } from "../errors.js";
 import { type Json, serialisePayload } from "../payload.js";
@@ -110,6 +111,6 @@ export async function publishMessages(
   if (specs.length === 0) return [];
   const json = encodeMessages(specs, target.maxPayloadBytes, options.single === true);
   const { insert } = outboxQueriesFor(target.schema);
-  const { rows } = options.db ? await options.db.query<{ ids: (string | number)[] }>(insert.text, [json]) : await target.driver.run<{ ids: (string | number)[] }>(insert, [json]);
+  const { rows } = options.db ? await runOn<{ ids: (string | number)[] }>(options.db, insert, [json]) : await target.driver.run<{ ids: (string | number)[] }>(insert, [json]);
   return rows[0]!.ids.map((id) => ({ id: String(id) }));
 }

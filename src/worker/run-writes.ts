@@ -1,3 +1,4 @@
+import { runOn } from "../driver/pg.js";
 import type { Driver, Queryable } from "../driver/types.js";
 import { ErrandError, ValidationError } from "../errors.js";
 import { serialisePayload } from "../payload.js";
@@ -46,7 +47,7 @@ export class HandlerWrites implements RunWrites {
     if (typeof (tx as Partial<Queryable> | null)?.query !== "function") {
       throw new ValidationError("tx", "is not a transaction errand can use: pass a pg client in BEGIN, a PGlite transaction, or fromPostgresJs/fromKysely/fromDrizzle of one");
     }
-    const { rows } = await tx.query(this.#queries.completeInTransaction.text, [job.id, job.attempt, this.#workerId]);
+    const { rows } = await runOn(tx, this.#queries.completeInTransaction, [job.id, job.attempt, this.#workerId]);
     if (rows.length === 0) throw this.#notHeld(job, "complete it in this transaction");
     // From here the job is done if `tx` commits: the worker's own write of the outcome
     // finds nothing to do then, and must not report that as a lost lease.

@@ -33,4 +33,26 @@ describe("enqueue through the application's own pg connections", () => {
       await pool.end();
     }
   });
+
+  it("prepares its statements once per connection of the application's pg client or pool", async () => {
+    const prepared = async (db: pg.Client | pg.Pool) =>
+      (await db.query<{ name: string }>(`SELECT name FROM pg_prepared_statements WHERE statement LIKE '%${t.schema}%' ORDER BY name`)).rows.map((row) => row.name);
+    const client = new pg.Client({ connectionString: process.env.ERRAND_TEST_URL });
+    await client.connect();
+    const pool = new pg.Pool({ connectionString: process.env.ERRAND_TEST_URL, max: 1 });
+    try {
+      await client.query("BEGIN");
+      for (let n = 0; n < 3; n++) await t.errand.enqueue("k", { n }, { db: client });
+      await t.errand.enqueue("k", { n: 3 }, { db: client, dedupeKey: "once" });
+      await client.query("COMMIT");
+      // The plain enqueue and the keyed one, each parsed once for four enqueues.
+      expect(await prepared(client)).toHaveLength(2);
+      await t.errand.enqueueMany([{ kind: "k", payload: 4 }], { db: pool });
+      expect(await prepared(pool)).toHaveLength(1);
+      expect(await t.sql(`SELECT count(*)::int AS n FROM ${t.schema}.all_jobs`)).toEqual([{ n: 5 }]);
+    } finally {
+      await client.end();
+      await pool.end();
+    }
+  });
 });
