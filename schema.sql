@@ -244,14 +244,21 @@ BEGIN
 END;
 $$;
 
+CREATE FUNCTION errand.jobs_notice_wanted() RETURNS boolean
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  RETURN EXISTS (SELECT 1 FROM "errand".workers WHERE waiting)
+      OR current_setting('transaction_isolation') <> 'read committed'
+      OR clock_timestamp() - now() > interval '100 milliseconds';
+END;
+$$;
+
 CREATE FUNCTION errand.notify_jobs() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 BEGIN
-  IF current_setting('errand.jobs_notice', true) IS DISTINCT FROM 'after'
-     AND (EXISTS (SELECT 1 FROM "errand".workers WHERE waiting)
-          OR current_setting('transaction_isolation') <> 'read committed'
-          OR clock_timestamp() - now() > interval '100 milliseconds') THEN
+  IF current_setting('errand.jobs_notice', true) IS DISTINCT FROM 'after' AND "errand".jobs_notice_wanted() THEN
     PERFORM pg_notify('errand_jobs_errand', floor(extract(epoch FROM now()) * 1000000)::bigint::text);
   END IF;
   RETURN NULL;

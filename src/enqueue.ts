@@ -97,8 +97,8 @@ export interface EnqueueTarget {
 export interface OwnEnqueues {
   /** Enqueues on errand's own connection that have not returned yet. */
   running: number;
-  /** Notices waiting for the one being sent (see besideAnother): the earliest time in epoch microseconds, and whether a keyed insert is among them. */
-  pending: { readonly since: number; readonly keyed: boolean } | undefined;
+  /** Notices waiting for the one being sent (see besideAnother): the earliest time in epoch microseconds (none when no insert wanted one), and whether a keyed insert is among them. */
+  pending: { readonly since: number | undefined; readonly keyed: boolean } | undefined;
   /** Whether notices are being sent. */
   sending: boolean;
   /** The connections of enqueues beside another, held until their notices are sent: the client's close() waits for them. */
@@ -168,8 +168,10 @@ function besideAnother(target: EnqueueTarget, queries: Queries, keyed: boolean, 
       .session(async (on) => {
         started = true;
         let since: number | undefined;
+        let wrote = false;
         const run: Run = async <Row>(statement: Statement, params: readonly unknown[]) => {
           const result = await on.run<Row & InsertNotices>(statement, params);
+          wrote = true;
           for (const notice of [result.rows[0]?.start_notice, result.rows[0]?.past_notice]) if (notice) since = Math.min(since ?? Infinity, Number(notice));
           return result;
         };
@@ -178,7 +180,8 @@ function besideAnother(target: EnqueueTarget, queries: Queries, keyed: boolean, 
         await inserting.catch(() => {});
         own.running--;
         // Also when a second statement of a keyed enqueue failed: the first one's jobs are in.
-        if (since !== undefined) await sendNotices(own, on, queries, since, keyed);
+        // No time when no worker waits for one (see insertNotice); the keyed notice always.
+        if (since !== undefined || (keyed && wrote)) await sendNotices(own, on, queries, since, keyed);
       })
       .catch(reject) // no connection for it: nothing was written
       .finally(() => {
@@ -190,14 +193,16 @@ function besideAnother(target: EnqueueTarget, queries: Queries, keyed: boolean, 
 }
 
 /** Adds an insert's notices to the client's pending ones and, unless a send is out, sends them on `on` until none is pending. */
-async function sendNotices(own: OwnEnqueues, on: Session, queries: Queries, since: number, keyed: boolean): Promise<void> {
-  own.pending = { since: Math.min(since, own.pending?.since ?? Infinity), keyed: keyed || own.pending?.keyed === true };
+async function sendNotices(own: OwnEnqueues, on: Session, queries: Queries, since: number | undefined, keyed: boolean): Promise<void> {
+  const earliest = Math.min(since ?? Infinity, own.pending?.since ?? Infinity);
+  own.pending = { since: earliest === Infinity ? undefined : earliest, keyed: keyed || own.pending?.keyed === true };
   if (own.sending) return;
   own.sending = true;
   try {
     for (let next: OwnEnqueues["pending"] = own.pending; next !== undefined; next = own.pending) {
       own.pending = undefined;
-      await on.run(queries.announceJobs, [next.keyed ? [String(next.since), keyedNotice] : [String(next.since)]]).catch(() => {});
+      const notices = [...(next.since === undefined ? [] : [String(next.since)]), ...(next.keyed ? [keyedNotice] : [])];
+      await on.run(queries.announceJobs, [notices]).catch(() => {});
     }
   } finally {
     own.sending = false;

@@ -229,7 +229,7 @@ function build(s: string, channel: string, waitChannel: string): Queries {
                        ORDER BY input.ord) AS ids,
              array_agg(input.dedupe_key IS NOT NULL AND w.id IS DISTINCT FROM input.id ORDER BY input.ord) AS duplicates,
              array_agg(input.dedupe_mode IS NOT DISTINCT FROM 'replace' AND w.id <> input.id ORDER BY input.ord) AS replaced,
-             ${insertNotice(channel, "SELECT run_at FROM plain UNION ALL SELECT run_at FROM inserted UNION ALL SELECT run_at FROM replaced", after)}
+             ${insertNotice(s, channel, "SELECT run_at FROM plain UNION ALL SELECT run_at FROM inserted UNION ALL SELECT run_at FROM replaced", after)}
       FROM input LEFT JOIN written w ON w.dedupe_key = input.dedupe_key
       LEFT JOIN keys h ON h.dedupe_key = input.dedupe_key AND h.holds
 `;
@@ -241,7 +241,7 @@ function build(s: string, channel: string, waitChannel: string): Queries {
         FROM ${jobInput(false)} AS input
         RETURNING id, run_at
       )
-      SELECT array_agg(id ORDER BY id) AS ids, ${insertNotice(channel, "SELECT run_at FROM inserted", after)} FROM inserted
+      SELECT array_agg(id ORDER BY id) AS ids, ${insertNotice(s, channel, "SELECT run_at FROM inserted", after)} FROM inserted
 `;
   return {
     /*
@@ -881,13 +881,15 @@ function pastRunAt(runAts: string): string {
  * start, comes from the insert trigger (migration 019) at commit, and jobs with a run_at
  * in the past get one more (see pastRunAtNotice). `after` (errand's own connection, no
  * caller's transaction): both are returned instead, as `start_notice` and `past_notice`
- * (null when no run_at is in the past), and the trigger is told to stay silent for this
+ * (null when no run_at is in the past; the start null when the trigger would not have sent
+ * it, see jobs_notice_wanted in migration 026), and the trigger is told to stay silent for this
  * transaction (migration 023); errand sends them with announceJobs once the insert has committed.
+ * `s`: the schema, quoted.
  */
-function insertNotice(channel: string, runAts: string, after: boolean): string {
+function insertNotice(s: string, channel: string, runAts: string, after: boolean): string {
   if (!after) return pastRunAtNotice(channel, runAts);
   return `${pastRunAt(runAts)} AS past_notice,
-             floor(extract(epoch FROM now()) * 1000000)::bigint::text AS start_notice,
+             CASE WHEN ${s}.jobs_notice_wanted() THEN floor(extract(epoch FROM now()) * 1000000)::bigint::text END AS start_notice,
              set_config('errand.jobs_notice', 'after', true) AS quiet`;
 }
 

@@ -228,7 +228,9 @@ it("notices that come while one is being sent go together after it: the earliest
   // The first notice sent after a commit is held on its way; four more enqueues beside one
   // another commit meanwhile. Their notices wait and go in one statement: the earliest of
   // their transactions' starts (a worker's claim floor goes down to it; later ones add
-  // nothing) and, as one of them is keyed, the keyed notice once.
+  // nothing) and, as one of them is keyed, the keyed notice once. A worker waits, so the
+  // inserts want their notices (see the next test).
+  await t.sql(`INSERT INTO ${t.schema}.workers (id, queues, kinds) VALUES ('resting', '{default}', '{}')`);
   const sent: string[][] = [];
   let release!: () => void;
   const held = new Promise<void>((resolve) => (release = resolve));
@@ -255,4 +257,27 @@ it("notices that come while one is being sent go together after it: the earliest
     release();
     await errand.close();
   }
+});
+
+it("with no worker waiting, enqueues beside another send nothing after their commit but the keyed notice", async () => {
+  // As the insert trigger (migration 025), errand's own enqueues send their transaction's
+  // start only while a worker waits for it (jobs_notice_wanted, migration 026). The keyed
+  // notice goes anyway: busy workers skip keyed claims until they hear it.
+  const sent: string[][] = [];
+  const driver = recordingDriver((statement, params) => void (announcing(statement) && sent.push(params[0] as string[])));
+  const twice = async (options: { concurrencyKey?: string } = {}): Promise<void> => {
+    const errand = Errand.fromDriver(driver, { schema: t.schema });
+    await Promise.all([errand.enqueue("a", {}, options), errand.enqueue("b", {}, options)]);
+    await errand.close(); // waits for the notices sent after the commits
+  };
+  await t.sql(`INSERT INTO ${t.schema}.workers (id, queues, kinds, waiting) VALUES ('busy', '{default}', '{}', false)`);
+  await twice();
+  expect(sent).toEqual([]);
+  await twice({ concurrencyKey: "k" });
+  expect(sent).toEqual([["keyed"]]);
+  await t.sql(`UPDATE ${t.schema}.workers SET waiting = true`);
+  await twice();
+  expect(sent).toHaveLength(2);
+  expect(sent[1]).toEqual([expect.stringMatching(/^\d{16}$/)]);
+  expect(await t.sql(`SELECT count(*)::int AS n FROM ${t.schema}.jobs`)).toEqual([{ n: 6 }]);
 });
