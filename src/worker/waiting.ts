@@ -60,11 +60,15 @@ export class Waiting {
     this.#onError = onError;
   }
 
-  /** The worker wrote its row at start (`written`: the write succeeded; a new row waits). */
+  /**
+   * The worker wrote its row at start (`written`: the write succeeded; a new row waits).
+   * Its producers' first claims come after this write, so they need no claim at once:
+   * only those for transactions in flight as they end.
+   */
   started(written: boolean): void {
     if (!written) return this.#want(true);
     this.#written = true;
-    void this.#afterWaiting(++this.#changes);
+    void this.#afterWaiting(++this.#changes, false);
   }
 
   /** A producer found its queue empty: it counts on notices now. */
@@ -105,22 +109,26 @@ export class Waiting {
           return;
         }
         this.#written = waiting;
-        if (waiting) void this.#afterWaiting(change);
+        if (waiting) void this.#afterWaiting(change, true);
       }
     } finally {
       this.#writing = false;
     }
   }
 
-  /** The row says "waiting" since change `change`: claims until the transactions in flight then have ended. */
-  async #afterWaiting(change: number): Promise<void> {
+  /**
+   * The row says "waiting" since change `change`: claims until the transactions in flight
+   * then have ended, and at once when `claimNow` (one may have committed unannounced since
+   * the producer's last claim).
+   */
+  async #afterWaiting(change: number, claimNow: boolean): Promise<void> {
     const queries = workerQueriesFor(this.#schema);
     const current = () => change === this.#changes && !this.#stopped;
     try {
       let { rows } = await this.#driver.run<{ xids: string[] }>(queries.inFlight, []);
       let xids = rows[0]?.xids ?? [];
       if (!current()) return;
-      this.#nudge();
+      if (claimNow) this.#nudge();
       let delay = 1;
       for (let waited = 0; xids.length > 0 && waited < restingPollMs; waited += delay, delay = Math.min(delay * 2, this.#pollIntervalMs)) {
         await new Promise<void>((resolve) => this.#after(delay, resolve));
