@@ -121,7 +121,16 @@ export async function testErrand(options: Omit<ErrandOptions, "db" | "connection
     },
     async cleanup() {
       await errand.close();
-      await raw.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      // A worker process a test killed may have left its backend finishing a statement here:
+      // the drop can deadlock with it, and PostgreSQL cancels one side. Once more, then.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await raw.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+          return;
+        } catch (error) {
+          if ((error as { code?: string }).code !== "40P01" || attempt === 3) throw error;
+        }
+      }
     },
   };
 }
