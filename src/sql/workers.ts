@@ -41,16 +41,17 @@ function build(s: string): WorkerQueries {
       ON CONFLICT (id) DO UPDATE SET waiting = EXCLUDED.waiting, seen_at = now()`, true),
 
     /*
-     * inFlight — the transactions in flight now that hold a write lock on the jobs table
-     * (every insert takes one and keeps it to the end), by their ids: a look taken after the
-     * worker's row said it waits, for those whose insert may have gone unannounced (see
-     * src/worker/waiting.ts). Other schemas' and other tables' transactions are left out.
-     * rows: one, xids (text[])
+     * inFlight — the transactions in flight now that have drawn a job id (an insert into the
+     * jobs table takes a lock on its id sequence as it draws one, before its trigger looks,
+     * and keeps it to the end), by their ids: a look taken after the worker's row said it
+     * waits, for those whose insert may have gone unannounced (see src/worker/waiting.ts).
+     * Claims and completions, which write the table but draw no id, are left out, as are
+     * other schemas' and other tables' transactions. rows: one, xids (text[])
      */
     inFlight: statement(`
       SELECT coalesce(array_agg(DISTINCT x.transactionid::text), '{}') AS xids
       FROM pg_locks r JOIN pg_locks x ON x.virtualtransaction = r.virtualtransaction AND x.locktype = 'transactionid'
-      WHERE r.locktype = 'relation' AND r.relation = '${s}.jobs'::regclass AND r.mode = 'RowExclusiveLock' AND r.granted`, true),
+      WHERE r.locktype = 'relation' AND r.relation = pg_get_serial_sequence('${s}.jobs', 'id')::regclass AND r.mode = 'RowExclusiveLock' AND r.granted`, true),
 
     /* stillInFlight — those of transactions $1 (ids, text[]) still in flight: each holds the lock on its own id to its end. rows: one, xids (text[]) */
     stillInFlight: statement(`

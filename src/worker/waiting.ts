@@ -14,19 +14,19 @@ import type { WorkerPresence } from "./presence.js";
  *
  * Coming back to waiting is where a job could be missed: a transaction whose trigger looked
  * before the row said "waiting" commits unannounced. So once the row says it, the worker
- * reads which transactions in flight hold a write lock on the jobs table (an insert takes
- * it before its trigger looks and keeps it to the end, so every such transaction is among
- * them or already committed), has its producers claim at once, and again each time some
- * of those end, until none is left: then every job inserted unannounced is visible to a
- * claim that came after. Transactions that write nothing there, of this schema or any
- * other, are not waited for. Such a job's run_at, its
+ * reads which transactions in flight have drawn a job id (an insert locks the jobs' id
+ * sequence as it draws one, before its trigger looks, and keeps the lock to the end, so
+ * every such transaction is among them or already committed), has its producers claim at
+ * once, and again each time some of those end, until none is left: then every job
+ * inserted unannounced is visible to a claim that came after. Transactions that insert no
+ * job, of this schema or any other (claims and completions among them), are not waited
+ * for; nor is a plain-SQL insert that gives its own id, whose job the poll finds. Such a job's run_at, its
  * transaction's start, lies below where the claims start only when that transaction ran
  * longer than the claim's slack and claims went past its start meanwhile: then the claim
  * floor's own probe finds it, at most a poll interval after its last (as it finds a plain
- * SQL job given a past run_at). Those that write the table and insert nothing (claims,
- * completions) cost only the look at their status, first after 1 ms, then at doubling
- * intervals up to the poll interval, and for at most the resting poll (30 s), which covers
- * whatever is left.
+ * SQL job given a past run_at). The transactions waited for cost a look at their status,
+ * first after 1 ms, then at doubling intervals up to the poll interval, and for at most the
+ * resting poll (30 s), which covers whatever is left.
  * That return costs a round of claims, so a worker stops waiting only while inserts
  * notify often (the worker's timer decides, see worker.ts), when the notices cost the
  * inserts something.

@@ -70,10 +70,11 @@ it("a worker that starts waiting again claims a job whose insert went unannounce
   await errand.close();
 });
 
-it("a worker coming to waiting watches the transactions that write its jobs table, not the others", async () => {
+it("a worker coming to waiting watches the transactions that insert into its jobs table, not the others", async () => {
   // Only an insert into the jobs table can have gone unannounced: a transaction that
-  // writes elsewhere (another table, another schema's jobs) is not waited for, so a
-  // long one costs a starting worker no looks and no claims.
+  // writes elsewhere (another table, another schema's jobs), or updates jobs without
+  // inserting one (claims, completions), is not waited for, so it costs a worker coming
+  // to waiting no looks and no claims.
   const reads: string[][] = [];
   const { inFlight } = workerQueriesFor(t.schema);
   const driver: Driver = {
@@ -86,9 +87,11 @@ it("a worker coming to waiting watches the transactions that write its jobs tabl
     close: async () => {},
   };
   await t.sql(`CREATE TABLE ${t.schema}.elsewhere (x int)`);
+  const [existing] = await t.sql<{ id: string }>(`INSERT INTO ${t.schema}.jobs (kind) VALUES ('unhandled') RETURNING id`);
   const jobs = hold(`INSERT INTO ${t.schema}.jobs (kind) VALUES ('unhandled') RETURNING id`);
   const other = hold(`INSERT INTO ${t.schema}.elsewhere VALUES (1) RETURNING x AS id`);
-  const [{ xid: jobsXid }, { xid: otherXid }] = await Promise.all([jobs.began, other.began]);
+  const update = hold(`UPDATE ${t.schema}.jobs SET priority = 1 WHERE id = ${existing!.id} RETURNING id`);
+  const [{ xid: jobsXid }, { xid: otherXid }, { xid: updateXid }] = await Promise.all([jobs.began, other.began, update.began]);
   const errand = Errand.fromDriver(driver, { schema: t.schema });
   const worker = errand.worker({ pollIntervalMs: 600_000, rescueIntervalMs: 0, handlers: { ping: async () => {} } });
   try {
@@ -96,10 +99,12 @@ it("a worker coming to waiting watches the transactions that write its jobs tabl
     await eventually(() => reads.length > 0, 5_000, "the worker's look at the transactions in flight");
     expect(reads[0]).toContain(jobsXid);
     expect(reads[0]).not.toContain(otherXid);
+    expect(reads[0]).not.toContain(updateXid);
   } finally {
     jobs.release();
     other.release();
-    await Promise.all([jobs.done, other.done]);
+    update.release();
+    await Promise.all([jobs.done, other.done, update.done]);
     await worker.stop();
     await errand.close();
   }
