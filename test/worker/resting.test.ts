@@ -53,8 +53,10 @@ it("at rest reads neither jobs nor pauses every second: it asks once when the ne
   }
   // The default pollIntervalMs is 1 s: a polling worker would have claimed and read the pauses twice more meanwhile.
   expect(counts.get("pauses")).toBe(1); // at start
-  // At start, on the enqueue's notification, when due, and the one after that finds the queue empty.
-  expect(counts.get("claim")).toBeLessThanOrEqual(4);
+  // At start, on the enqueue's notification, when due, and the one after that finds the queue
+  // empty; and one more when the enqueue's transaction was in flight as the worker, just
+  // started, read those that insert jobs (src/worker/waiting.ts): it claims as they end.
+  expect(counts.get("claim")).toBeLessThanOrEqual(5);
   expect(counts.get("ask")).toBeGreaterThanOrEqual(1);
 });
 
