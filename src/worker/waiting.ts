@@ -62,13 +62,16 @@ export class Waiting {
 
   /**
    * The worker wrote its row at start (`written`: the write succeeded; a new row waits).
-   * Its producers' first claims come after this write, so they need no claim at once:
-   * only those for transactions in flight as they end.
+   * Resolves once it has read the transactions in flight: its producers' first claims,
+   * made after that, see whatever committed before, so no claim is needed at once, only
+   * those as the transactions read end.
    */
-  started(written: boolean): void {
+  async started(written: boolean): Promise<void> {
     if (!written) return this.#want(true);
     this.#written = true;
-    void this.#afterWaiting(++this.#changes, false);
+    const change = ++this.#changes;
+    const xids = await this.#inFlight(change);
+    if (xids) void this.#watch(change, xids);
   }
 
   /** A producer found its queue empty: it counts on notices now. */
@@ -109,41 +112,59 @@ export class Waiting {
           return;
         }
         this.#written = waiting;
-        if (waiting) void this.#afterWaiting(change, true);
+        if (waiting) void this.#afterWaiting(change);
       }
     } finally {
       this.#writing = false;
     }
   }
 
-  /**
-   * The row says "waiting" since change `change`: claims until the transactions in flight
-   * then have ended, and at once when `claimNow` (one may have committed unannounced since
-   * the producer's last claim).
-   */
-  async #afterWaiting(change: number, claimNow: boolean): Promise<void> {
-    const queries = workerQueriesFor(this.#schema);
-    const current = () => change === this.#changes && !this.#stopped;
+  /** The row says "waiting" since change `change`: claims at once (a transaction may have committed unannounced since the producers' last claims), and as those in flight end. */
+  async #afterWaiting(change: number): Promise<void> {
+    const xids = await this.#inFlight(change);
+    if (!xids) return;
+    this.#nudge();
+    await this.#watch(change, xids);
+  }
+
+  /** The transactions in flight that have drawn a job id; undefined when a newer change made the look moot, or it failed (the producers then claim after a poll interval). */
+  async #inFlight(change: number): Promise<string[] | undefined> {
     try {
-      let { rows } = await this.#driver.run<{ xids: string[] }>(queries.inFlight, []);
-      let xids = rows[0]?.xids ?? [];
-      if (!current()) return;
-      if (claimNow) this.#nudge();
+      const { rows } = await this.#driver.run<{ xids: string[] }>(workerQueriesFor(this.#schema).inFlight, []);
+      return this.#current(change) ? (rows[0]?.xids ?? []) : undefined;
+    } catch (error) {
+      this.#failed(change, error);
+      return undefined;
+    }
+  }
+
+  /** Claims each time some of `xids` end, until none is left, for at most the resting poll. */
+  async #watch(change: number, xids: readonly string[]): Promise<void> {
+    const { stillInFlight } = workerQueriesFor(this.#schema);
+    try {
       let delay = 1;
       for (let waited = 0; xids.length > 0 && waited < restingPollMs; waited += delay, delay = Math.min(delay * 2, this.#pollIntervalMs)) {
         await new Promise<void>((resolve) => this.#after(delay, resolve));
-        if (!current()) return;
-        ({ rows } = await this.#driver.run<{ xids: string[] }>(queries.stillInFlight, [xids]));
+        if (!this.#current(change)) return;
+        const { rows } = await this.#driver.run<{ xids: string[] }>(stillInFlight, [xids]);
         const still = rows[0]?.xids ?? [];
-        if (!current()) return;
+        if (!this.#current(change)) return;
         if (still.length < xids.length) this.#nudge();
         xids = still;
       }
     } catch (error) {
-      this.#onError(error);
-      // Not knowing which have ended: claim again after a poll interval, as a poll would.
-      this.#after(this.#pollIntervalMs, () => current() && this.#nudge());
+      this.#failed(change, error);
     }
+  }
+
+  #current(change: number): boolean {
+    return change === this.#changes && !this.#stopped;
+  }
+
+  /** Not knowing which transactions have ended: claim again after a poll interval, as a poll would. */
+  #failed(change: number, error: unknown): void {
+    this.#onError(error);
+    this.#after(this.#pollIntervalMs, () => this.#current(change) && this.#nudge());
   }
 
   #after(ms: number, fn: () => unknown): void {

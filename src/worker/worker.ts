@@ -165,7 +165,7 @@ export class Worker {
       return;
     }
     const settings = this.#settings;
-    this.#waiting.started(await this.#refreshPresence());
+    await this.#waiting.started(await this.#refreshPresence());
     this.#every(pausePollMs, () => {
       this.#quietWhenBusy();
       return Promise.all([this.#pollPauses(), this.#refreshPresence()]).then(() => {});
