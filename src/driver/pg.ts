@@ -142,6 +142,7 @@ const workQueue = 2;
 interface Listening {
   /** The connection now, if connected and with fewer than `queue` statements in flight; undefined otherwise. */
   spare(queue: number): { query(query: pg.QueryConfig): Promise<pg.QueryResult> } | undefined;
+  /** Stops listening and closes the connection once the statements already on it have ended. */
   stop(): Promise<void>;
 }
 
@@ -172,7 +173,7 @@ async function listenWithReconnect(
     // Keepalive notices a connection that died without a word (a dropped network path).
     const next = new pg.Client({ ...config, keepAlive: true, keepAliveInitialDelayMillis: 10_000 });
     next.on("notification", (message) => {
-      if (message.channel === channel) onNotify(message.payload);
+      if (message.channel === channel && !stopped) onNotify(message.payload);
     });
     next.on("error", (error) => {
       onError(error);
@@ -233,6 +234,8 @@ async function listenWithReconnect(
       if (retryTimer) clearTimeout(retryTimer);
       const current = client;
       client = undefined;
+      // The statements already on it (an idle worker's timers') end first, not with "Connection terminated".
+      await last;
       await current?.end().catch(() => {});
     },
   };

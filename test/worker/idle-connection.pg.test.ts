@@ -1,6 +1,8 @@
 import pg from "pg";
 import { expect, it } from "vitest";
+import { pgDriver } from "../../src/driver/pg.js";
 import { Errand } from "../../src/index.js";
+import { statement } from "../../src/sql/statement.js";
 import { eventually, useTestErrand } from "../support/db.js";
 
 // PostgreSQL only: the embedded database has one connection whatever the worker does.
@@ -29,5 +31,31 @@ it("an idle worker holds only its listening connection, and runs a job without o
     await worker.stop();
     await errand.close();
     await pool.end();
+  }
+});
+
+it("statements on the listening connection when listening stops end before it closes", async () => {
+  const pool = new pg.Pool({ connectionString: process.env.ERRAND_TEST_URL, max: 4 });
+  const driver = pgDriver(pool, true);
+  const holder = new pg.Client({ connectionString: process.env.ERRAND_TEST_URL });
+  await holder.connect();
+  const key = 4_101_975;
+  try {
+    const unlisten = await driver.listen(`errand_test_${t.schema}`, () => {});
+    expect(pool.totalCount).toBe(0); // so both statements below run on the listening connection
+    await holder.query("SELECT pg_advisory_lock($1)", [key]);
+    // The first waits for the lock; the second is queued behind it on the same connection.
+    const first = driver.run<{ ok: boolean }>(statement(`SELECT pg_advisory_lock_shared(${key}) IS NOT NULL AS ok`), []);
+    const second = driver.run<{ ok: boolean }>(statement("SELECT true AS ok"), []);
+    await eventually(async () => (await holder.query("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND NOT granted", [key])).rowCount === 1, 10_000, "the first statement to wait for the lock");
+    const stopped = unlisten();
+    await holder.query("SELECT pg_advisory_unlock($1)", [key]);
+    // Before the fix: the second failed with "Client was closed and is not queryable".
+    expect([(await first).rows, (await second).rows]).toEqual([[{ ok: true }], [{ ok: true }]]);
+    await stopped;
+    expect(pool.totalCount).toBe(0);
+  } finally {
+    await holder.end();
+    await driver.close();
   }
 });
