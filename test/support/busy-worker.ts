@@ -1,4 +1,6 @@
-import type { Errand, Worker } from "../../src/index.js";
+import type { Clock } from "../../src/clock.js";
+import type { Errand, WorkerOptions } from "../../src/index.js";
+import { Worker } from "../../src/worker/worker.js";
 import { type TestErrand, eventually } from "./db.js";
 
 /** A worker kept busy by one slow job, for the tests of when it waits for notices (src/worker/waiting.ts). */
@@ -17,20 +19,29 @@ export interface BusyWorker {
 /**
  * Starts worker `id` of `errand` (one slot, no buffer, a ten-minute poll) and has it run a
  * slow job until `release()`: its last claim found a job, so once inserts notify it often
- * for a second it stops waiting. Its `quick` jobs record their ids.
+ * for a second it stops waiting. Its `quick` jobs record their ids. `clock`: the worker's
+ * (see Worker), for a test that moves it; `prefetch`: jobs it may claim ahead (none by default).
  */
-export async function busyWorker(t: Pick<TestErrand, "sql" | "schema" | "errand">, errand: Errand, id: string): Promise<BusyWorker> {
+export async function busyWorker(
+  t: Pick<TestErrand, "sql" | "schema" | "errand">,
+  errand: Errand,
+  id: string,
+  { clock, prefetch = 0 }: { readonly clock?: Clock; readonly prefetch?: number } = {},
+): Promise<BusyWorker> {
   let release!: () => void;
   const gate = new Promise<void>((resolve) => (release = resolve));
   const ran: string[] = [];
-  const worker = errand.worker({
+  const options: WorkerOptions = {
     workerId: id,
     concurrency: 1,
-    prefetch: 0,
+    prefetch,
     pollIntervalMs: 600_000,
     rescueIntervalMs: 0,
+    // Long enough for a test that moves the clock by minutes.
+    leaseMs: 3_600_000,
     handlers: { slow: () => gate, quick: async (_payload, ctx) => void ran.push(ctx.id) },
-  });
+  };
+  const worker = clock ? new Worker(errand.driver, errand.schema, errand.kinds, options, clock) : errand.worker(options);
   const waiting = async () => (await t.sql<{ waiting: boolean }>(`SELECT waiting FROM ${t.schema}.workers WHERE id = $1`, [id]))[0]?.waiting;
   await worker.start();
   await t.errand.enqueue("slow", {});

@@ -74,3 +74,42 @@ it("a worker waits for notices at rest, stops once its claims keep finding jobs 
   expect(await busy.waiting()).toBeUndefined();
   expect(busy.ran).toEqual([quick, next]);
 });
+
+it("a busy worker that hears fewer than 50 insert notices a second keeps waiting for them", async () => {
+  let now = 1_000_000;
+  const busy = await busyWorker(t, t.errand, "few-notices", { clock: { now: () => now } });
+  try {
+    // 48 inserts, each notified (the worker waits), each of a kind it does not run: with the
+    // slow job's, 49 notices in all, however the timer's seconds divide them.
+    for (let i = 0; i < 48; i++) await t.sql(`INSERT INTO ${t.schema}.jobs (kind) VALUES ('elsewhere')`);
+    // Busy for well over a second on its clock. The worker's timer looks every second of
+    // real time; moved 15 s on, it also refreshes its row, which shows that it looked.
+    const seenAt = async () => (await t.sql<{ seen: string }>(`SELECT seen_at::text AS seen FROM ${t.schema}.workers WHERE id = 'few-notices'`))[0]?.seen;
+    for (let look = 0; look < 2; look++) {
+      const before = await seenAt();
+      now += 16_000;
+      await eventually(async () => (await seenAt()) !== before, 5_000, "the worker's timer to look");
+    }
+    expect(busy.worker.activeCount).toBe(1);
+    expect(await busy.waiting()).toBe(true);
+  } finally {
+    busy.release();
+    await busy.worker.stop();
+  }
+});
+
+it("a busy worker with a keyed job due and no slot free still stops waiting while inserts notify often", async () => {
+  // Room to claim ahead, but a keyed claim is due (a keyed job waits) and keyed jobs are
+  // claimed only for free slots: each notice's round of the claim loop claims nothing. Such
+  // a round is not an empty queue; counted as one, it kept the worker waiting.
+  const busy = await busyWorker(t, t.errand, "keyed-due", { prefetch: 4 });
+  try {
+    const { id: keyed } = await t.errand.enqueue("quick", {}, { concurrencyKey: "k" });
+    await busy.insertUntilQuiet();
+    busy.release();
+    await eventually(() => busy.ran.includes(keyed), 5_000, "the keyed job to run once the slot is free");
+  } finally {
+    busy.release();
+    await busy.worker.stop();
+  }
+});
