@@ -1,12 +1,12 @@
 import type { Queryable } from "./types.js";
 
 /**
- * The two methods errand calls on a postgres.js `sql`: `unsafe(text, params)`, which runs
- * a statement with `$1…` parameters and resolves to its rows, and `typed(value, oid)`.
+ * The two methods errand calls on a postgres.js `sql`: `unsafe(text, params, options)`, which
+ * runs a statement with `$1…` parameters and resolves to its rows, and `typed(value, oid)`.
  * A `postgres()` instance and the `sql` inside `sql.begin(async (sql) => …)` both fit.
  */
 export interface PostgresJsSql {
-  unsafe(query: string, parameters?: unknown[]): PromiseLike<readonly unknown[]>;
+  unsafe(query: string, parameters?: unknown[], options?: { readonly prepare?: boolean }): PromiseLike<readonly unknown[]>;
   typed(value: unknown, oid: number): unknown;
 }
 
@@ -17,6 +17,8 @@ const textOid = 25;
  * Lets errand enqueue through postgres.js: pass the transaction's `sql` and the job
  * commits or rolls back with it. Pass an instance without a column-name `transform`
  * (such as `postgres.camel`): errand reads its own result columns by their SQL names.
+ * errand's statements are prepared once per connection, as postgres.js prepares its tagged
+ * queries (an instance made with `prepare: false`, for PgBouncer, prepares none).
  *
  * @example
  * ```ts
@@ -37,7 +39,9 @@ export function fromPostgresJs(sql: PostgresJsSql): Queryable {
       // (`"{…}"`); errand, like pg, sends JSON as text. Typed as text, the string arrives
       // as written and the statement's own cast (`$1::jsonb`) parses it.
       const values = params.map((value) => (typeof value === "string" ? sql.typed(value, textOid) : value));
-      const rows = await sql.unsafe(text, values);
+      // Prepared: unprepared, postgres.js asks the server for the parameters' types first,
+      // one more round trip per statement, and the server plans it again each time.
+      const rows = await sql.unsafe(text, values, { prepare: true });
       return { rows: [...rows] as Row[] };
     },
   };

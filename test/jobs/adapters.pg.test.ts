@@ -128,6 +128,24 @@ describe("fromPostgresJs", () => {
     const { id } = await t.errand.enqueue("k", { n: 1 }, { db: fromPostgresJs(sql) });
     expect(await t.errand.getJob(id)).toMatchObject({ kind: "k", payload: { n: 1 } });
   });
+
+  it("prepares errand's statements once per connection, unless the instance prepares nothing (PgBouncer)", async () => {
+    const preparedAfterThree = async (prepare: boolean) => {
+      const one = postgres(url, { max: 1, prepare, onnotice: () => {} });
+      try {
+        return await one.begin(async (tx) => {
+          for (let n = 0; n < 3; n++) await t.errand.enqueue("k", { n }, { db: fromPostgresJs(tx) });
+          const rows = await tx.unsafe("SELECT count(*)::int AS n FROM pg_prepared_statements WHERE statement LIKE $1", [`%${t.schema}%`]);
+          return rows[0]!.n as number;
+        });
+      } finally {
+        await one.end();
+      }
+    };
+    expect(await preparedAfterThree(true)).toBe(1);
+    expect(await preparedAfterThree(false)).toBe(0);
+    expect(await t.sql(`SELECT count(*)::int AS n FROM ${t.schema}.all_jobs`)).toEqual([{ n: 6 }]);
+  });
 });
 
 describe("fromKysely", () => {
