@@ -248,7 +248,7 @@ CREATE FUNCTION errand.jobs_notice_wanted() RETURNS boolean
     LANGUAGE plpgsql
     AS $$
 BEGIN
-  RETURN EXISTS (SELECT 1 FROM "errand".workers WHERE waiting)
+  RETURN EXISTS (SELECT 1 FROM "errand".workers WHERE waiting AND seen_at > now() - interval '60 seconds')
       OR current_setting('transaction_isolation') <> 'read committed'
       OR clock_timestamp() - now() > interval '100 milliseconds';
 END;

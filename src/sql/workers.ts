@@ -1,8 +1,19 @@
 import type { Statement } from "../driver/types.js";
 import { memoisePerSchema, qualified, statement } from "./statement.js";
 
-/** How long a worker's presence row counts as live after its last refresh (see migration 017). */
+/**
+ * How long a worker's presence row counts as live after its last refresh: for stats
+ * (migration 017), and for the insert trigger's notices while it says it waits (migration 027).
+ */
 export const workerStaleSeconds = 60;
+
+/**
+ * A refresh that finds its row older than this says the row may have stopped counting
+ * (see {@link WorkerQueries.present}): short of {@link workerStaleSeconds}, so that an
+ * insert whose transaction began a little after the refresh's, and saw the row stale, is
+ * among those the refresh reports.
+ */
+const nearlyStaleSeconds = workerStaleSeconds - 10;
 
 /** The statements of the live-worker registry (`<schema>.workers`). */
 export interface WorkerQueries {
@@ -21,12 +32,16 @@ function build(s: string): WorkerQueries {
   return {
     /*
      * present — worker $1 serves queues $2 and kinds $3: inserts or refreshes its row, and
-     * deletes rows not seen for a day (dead workers'). rows: none
+     * deletes rows not seen for a day (dead workers'). one row: revived, true when the row
+     * says the worker waits and, before this, was missing or (nearly) too old to count for
+     * the insert trigger: inserts may have gone unannounced meanwhile.
      */
     present: statement(`
-      WITH gone AS (DELETE FROM ${s}.workers WHERE seen_at < now() - interval '1 day' AND id <> $1::text)
+      WITH gone AS (DELETE FROM ${s}.workers WHERE seen_at < now() - interval '1 day' AND id <> $1::text),
+           before AS (SELECT seen_at FROM ${s}.workers WHERE id = $1::text)
       INSERT INTO ${s}.workers (id, queues, kinds) VALUES ($1::text, $2::text[], $3::text[])
-      ON CONFLICT (id) DO UPDATE SET queues = EXCLUDED.queues, kinds = EXCLUDED.kinds, seen_at = now()`, true),
+      ON CONFLICT (id) DO UPDATE SET queues = EXCLUDED.queues, kinds = EXCLUDED.kinds, seen_at = now()
+      RETURNING waiting AND coalesce((SELECT seen_at FROM before) <= now() - interval '${nearlyStaleSeconds} seconds', true) AS revived`, true),
 
     /* leave — worker $1 stopped. rows: none */
     leave: statement(`DELETE FROM ${s}.workers WHERE id = $1::text`),

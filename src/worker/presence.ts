@@ -10,7 +10,8 @@ const refreshMs = 15_000;
  * `stats().unserved` can name ready jobs no live worker would claim. Written at start,
  * refreshed every 15 s from the worker's existing 1 s timer, deleted at stop: no per-job cost.
  * It also says whether the worker waits for the insert trigger's notices (see waiting.ts):
- * written at start as waiting, and again as the worker goes busy or comes back to rest.
+ * written at start as waiting, and again as the worker goes busy or comes back to rest. A
+ * row not refreshed for a minute no longer counts for that (a killed worker's, see migration 027).
  */
 export class WorkerPresence {
   readonly #driver: Driver;
@@ -30,11 +31,17 @@ export class WorkerPresence {
     this.#clock = clock;
   }
 
-  /** Writes the row when it is due a refresh (at once the first time). Rejects when the write fails. */
-  async refresh(): Promise<void> {
-    if (this.#clock.now() - this.#lastAt < refreshMs) return;
+  /**
+   * Writes the row when it is due a refresh (at once the first time). Resolves true when
+   * the row says the worker waits but had stopped counting for the insert trigger (missing,
+   * or not refreshed for about a minute: the process stalled, or the database was out of
+   * reach): inserts may have gone unannounced meanwhile. Rejects when the write fails.
+   */
+  async refresh(): Promise<boolean> {
+    if (this.#clock.now() - this.#lastAt < refreshMs) return false;
     this.#lastAt = this.#clock.now();
-    await this.#driver.run(workerQueriesFor(this.#schema).present, [this.#id, this.#queues, this.#kinds]);
+    const { rows } = await this.#driver.run<{ revived: boolean }>(workerQueriesFor(this.#schema).present, [this.#id, this.#queues, this.#kinds]);
+    return rows[0]?.revived === true;
   }
 
   /** Says in the row whether the worker waits for notices (inserting it if it is missing). Rejects when the write fails. */

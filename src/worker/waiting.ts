@@ -27,6 +27,9 @@ import type { WorkerPresence } from "./presence.js";
  * SQL job given a past run_at). The transactions waited for cost a look at their status,
  * first after 1 ms, then at doubling intervals up to the poll interval, and for at most the
  * resting poll (30 s), which covers whatever is left.
+ * The same holds when the row had gone a minute without a refresh and stopped counting
+ * (migration 027: the process stalled, or the database was out of reach), and the refresh
+ * brings it back ({@link revived}).
  * That return costs a round of claims, so a worker stops waiting only while inserts
  * notify often (the worker's timer decides, see worker.ts), when the notices cost the
  * inserts something.
@@ -48,6 +51,7 @@ export class Waiting {
   #writing = false;
   /** Counts the changes to waiting: a look at the transactions in flight stops when a newer change makes it moot. */
   #changes = 0;
+  #started = false;
   #stopped = false;
   readonly #timers = new Set<NodeJS.Timeout>();
 
@@ -67,11 +71,22 @@ export class Waiting {
    * those as the transactions read end.
    */
   async started(written: boolean): Promise<void> {
+    this.#started = true;
     if (!written) return this.#want(true);
     this.#written = true;
     const change = ++this.#changes;
     const xids = await this.#inFlight(change);
     if (xids) void this.#watch(change, xids);
+  }
+
+  /**
+   * The worker's refresh found its row saying "waiting" after it had stopped counting for
+   * the insert trigger (see WorkerPresence.refresh): claims as on coming back to waiting.
+   * Before {@link started}, which does the same, nothing.
+   */
+  revived(): void {
+    if (!this.#started || this.#stopped) return;
+    void this.#afterWaiting(++this.#changes);
   }
 
   /** A producer found its queue empty: it counts on notices now. */

@@ -273,7 +273,10 @@ export class Worker {
   /** Writes this worker's row in the registry of live workers when due (see presence.ts); resolves false when the write failed. */
   async #refreshPresence(): Promise<boolean> {
     return await this.#presence.refresh().then(
-      () => true,
+      (revived) => {
+        if (revived) this.#waiting.revived();
+        return true;
+      },
       (error: unknown) => {
         this.#emit({ type: "error", during: "presence", error });
         return false;

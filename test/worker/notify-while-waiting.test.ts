@@ -1,14 +1,18 @@
 import { expect, it } from "vitest";
+import type { Driver, Statement } from "../../src/driver/types.js";
 import { channelFor } from "../../src/sql/statement.js";
+import { Worker } from "../../src/worker/worker.js";
 import { busyWorker } from "../support/busy-worker.js";
 import { eventually, useTestErrand } from "../support/db.js";
 
 const t = useTestErrand();
 
-it("the insert trigger notifies while a worker waits, and otherwise only when a notice is needed anyway", async () => {
-  // A notifying commit queues behind a lock the whole server shares (migration 025): inserts
-  // with no worker waiting commit without it. Each step ends with a sentinel notice, so a
-  // notice the insert did not send cannot arrive later unseen.
+/**
+ * Listens on the workers' channel; `noticesOf(insert)` gives the notices sent by `insert`.
+ * Each call ends with a sentinel notice, so a notice the insert did not send cannot arrive
+ * later unseen.
+ */
+async function listenForNotices(): Promise<{ noticesOf: (insert: () => Promise<unknown>) => Promise<string[]>; unlisten: () => Promise<void> }> {
   const payloads: string[] = [];
   const channel = channelFor(t.schema);
   const unlisten = await t.errand.driver.listen(channel, (payload) => payloads.push(payload ?? ""));
@@ -21,7 +25,15 @@ it("the insert trigger notifies while a worker waits, and otherwise only when a 
     await eventually(() => payloads.includes(sentinel), 5_000, sentinel);
     return payloads.slice(from, payloads.indexOf(sentinel));
   };
-  const plainInsert = () => t.sql(`INSERT INTO ${t.schema}.jobs (kind) VALUES ('a')`);
+  return { noticesOf, unlisten };
+}
+
+const plainInsert = () => t.sql(`INSERT INTO ${t.schema}.jobs (kind) VALUES ('a')`);
+
+it("the insert trigger notifies while a worker waits, and otherwise only when a notice is needed anyway", async () => {
+  // A notifying commit queues behind a lock the whole server shares (migration 025): inserts
+  // with no worker waiting commit without it.
+  const { noticesOf, unlisten } = await listenForNotices();
   try {
     // No worker registered: no notice, from plain SQL or from errand.
     expect(await noticesOf(plainInsert)).toEqual([]);
@@ -52,6 +64,63 @@ it("the insert trigger notifies while a worker waits, and otherwise only when a 
     expect(await noticesOf(() => t.errand.enqueue("a", {}))).toHaveLength(1);
   } finally {
     await unlisten();
+  }
+});
+
+it("a waiting worker's row not refreshed for a minute, as a killed worker leaves it, no longer makes inserts notify", async () => {
+  const { noticesOf, unlisten } = await listenForNotices();
+  try {
+    await t.sql(`INSERT INTO ${t.schema}.workers (id, queues, kinds) VALUES ('killed', '{default}', '{a}')`);
+    expect(await noticesOf(plainInsert)).toHaveLength(1);
+    // A running worker refreshes its row every 15 s; stats count it live for 60 s after.
+    await t.sql(`UPDATE ${t.schema}.workers SET seen_at = now() - interval '59 seconds'`);
+    expect(await noticesOf(plainInsert)).toHaveLength(1);
+    expect(await noticesOf(() => t.errand.enqueue("a", {}))).toHaveLength(1);
+    await t.sql(`UPDATE ${t.schema}.workers SET seen_at = now() - interval '61 seconds'`);
+    expect(await noticesOf(plainInsert)).toEqual([]);
+    expect(await noticesOf(() => t.errand.enqueue("a", {}))).toEqual([]);
+  } finally {
+    await unlisten();
+  }
+});
+
+it("a waiting worker whose row went a minute without a refresh claims, as it refreshes, a job inserted unannounced meanwhile", async () => {
+  let now = 1_000_000;
+  const ran: string[] = [];
+  // At rest once it has asked when its next job is due (after its first claims found none).
+  let rested!: () => void;
+  const atRest = new Promise<void>((resolve) => (rested = resolve));
+  const driver: Driver = {
+    ...t.errand.driver,
+    run: async <Row>(statement: Statement, params: readonly unknown[]) => {
+      const result = await t.errand.driver.run<Row>(statement, params);
+      if (statement.text.includes("AS plain_ms")) rested();
+      return result;
+    },
+  };
+  const worker = new Worker(driver, t.schema, t.errand.kinds, {
+    workerId: "stalled",
+    // Only a notice or the refresh can find the job: the poll is ten minutes.
+    pollIntervalMs: 600_000,
+    rescueIntervalMs: 0,
+    handlers: { a: async (_payload, ctx) => void ran.push(ctx.id) },
+  }, { now: () => now });
+  try {
+    await worker.start();
+    await atRest;
+    const seenAt = async () => (await t.sql<{ seen: string }>(`SELECT seen_at::text AS seen FROM ${t.schema}.workers WHERE id = 'stalled' AND waiting`))[0]?.seen;
+    // Its process stalled for a minute (SQL time travel): its row stopped counting.
+    await t.sql(`UPDATE ${t.schema}.workers SET seen_at = now() - interval '61 seconds'`);
+    const before = await seenAt();
+    expect(before).toBeDefined();
+    // No notice (the test before); none of ours either, which the worker would take for one.
+    const [{ id } = { id: "" }] = await t.sql<{ id: string }>(`INSERT INTO ${t.schema}.jobs (kind) VALUES ('a') RETURNING id::text AS id`);
+    // Its clock moved on by more than the 15 s between refreshes: its 1 s timer refreshes the row.
+    now += 16_000;
+    await eventually(() => ran.includes(id), 5_000, "the job inserted unannounced to run");
+    expect(await seenAt()).not.toBe(before);
+  } finally {
+    await worker.stop();
   }
 });
 
