@@ -1,6 +1,6 @@
 import { performance } from "node:perf_hooks";
 import { afterEach, beforeEach, expect, it } from "vitest";
-import { eventually } from "../support/db.js";
+import { eventually, listenForNotices } from "../support/db.js";
 import type { Spawned } from "../support/process.js";
 import { type ProcessTest, processTest } from "./harness.js";
 
@@ -135,4 +135,22 @@ it("SIGKILLing random workers in the middle of their jobs loses no job and never
     `kill test: ${JOBS} jobs, ${WORKERS} workers, ${KILLS} SIGKILLs, ${runs} runs, ${duplicates} jobs ran twice or more ` +
       `(${killed_runs} runs cut short by a kill), max attempts ${max_attempts}, ${(elapsedMs / 1000).toFixed(1)} s`,
   );
+});
+
+it("a worker SIGKILLed at rest leaves its row saying it waits, which stops making inserts notify a minute after its last refresh", async () => {
+  const worker = t.worker("resting");
+  await worker.waitForLog((l) => l.event === "started", 15_000, "started");
+  await worker.kill("SIGKILL");
+  const rows = await t.sql<{ waiting: boolean }>(`SELECT waiting FROM ${t.schema}.workers`);
+  expect(rows).toEqual([{ waiting: true }]);
+  const { noticesOf, unlisten } = await listenForNotices(t);
+  try {
+    const insert = () => t.errand.enqueue("record", {});
+    expect(await noticesOf(insert)).toHaveLength(1);
+    // SQL time travel: a minute since its last refresh (a running worker refreshes every 15 s).
+    await t.sql(`UPDATE ${t.schema}.workers SET seen_at = seen_at - interval '60 seconds'`);
+    expect(await noticesOf(insert)).toEqual([]);
+  } finally {
+    await unlisten();
+  }
 });

@@ -63,6 +63,27 @@ export async function listenAsWaitingWorker(t: Pick<TestErrand, "sql" | "schema"
 }
 
 /**
+ * Listens on the workers' channel; `noticesOf(insert)` gives the notices sent by `insert`.
+ * Each call ends with a sentinel notice, so a notice the insert did not send cannot arrive
+ * later unseen (a worker listening takes the sentinel for an insert's notice).
+ */
+export async function listenForNotices(t: Pick<TestErrand, "sql" | "schema" | "errand">): Promise<{ noticesOf: (insert: () => Promise<unknown>) => Promise<string[]>; unlisten: () => Promise<void> }> {
+  const payloads: string[] = [];
+  const channel = channelFor(t.schema);
+  const unlisten = await t.errand.driver.listen(channel, (payload) => payloads.push(payload ?? ""));
+  let sentinels = 0;
+  const noticesOf = async (insert: () => Promise<unknown>): Promise<string[]> => {
+    const from = payloads.length;
+    await insert();
+    const sentinel = `sentinel ${++sentinels}`;
+    await t.sql(`SELECT pg_notify('${channel}', '${sentinel}')`);
+    await eventually(() => payloads.includes(sentinel), 5_000, sentinel);
+    return payloads.slice(from, payloads.indexOf(sentinel));
+  };
+  return { noticesOf, unlisten };
+}
+
+/**
  * SQL time travel: the leases of the running jobs `ids` (all of them when omitted) ran out
  * `ago` ago, in the jobs and in the lease records the rescuer reads (migration 021); a job
  * that has none (written by plain SQL) gets one, as a worker that claimed it would have left.

@@ -1,39 +1,17 @@
 import { expect, it } from "vitest";
 import type { Driver, Statement } from "../../src/driver/types.js";
-import { channelFor } from "../../src/sql/statement.js";
 import { Worker } from "../../src/worker/worker.js";
 import { busyWorker } from "../support/busy-worker.js";
-import { eventually, useTestErrand } from "../support/db.js";
+import { eventually, listenForNotices, useTestErrand } from "../support/db.js";
 
 const t = useTestErrand();
-
-/**
- * Listens on the workers' channel; `noticesOf(insert)` gives the notices sent by `insert`.
- * Each call ends with a sentinel notice, so a notice the insert did not send cannot arrive
- * later unseen.
- */
-async function listenForNotices(): Promise<{ noticesOf: (insert: () => Promise<unknown>) => Promise<string[]>; unlisten: () => Promise<void> }> {
-  const payloads: string[] = [];
-  const channel = channelFor(t.schema);
-  const unlisten = await t.errand.driver.listen(channel, (payload) => payloads.push(payload ?? ""));
-  let sentinels = 0;
-  const noticesOf = async (insert: () => Promise<unknown>): Promise<string[]> => {
-    const from = payloads.length;
-    await insert();
-    const sentinel = `sentinel ${++sentinels}`;
-    await t.sql(`SELECT pg_notify('${channel}', '${sentinel}')`);
-    await eventually(() => payloads.includes(sentinel), 5_000, sentinel);
-    return payloads.slice(from, payloads.indexOf(sentinel));
-  };
-  return { noticesOf, unlisten };
-}
 
 const plainInsert = () => t.sql(`INSERT INTO ${t.schema}.jobs (kind) VALUES ('a')`);
 
 it("the insert trigger notifies while a worker waits, and otherwise only when a notice is needed anyway", async () => {
   // A notifying commit queues behind a lock the whole server shares (migration 025): inserts
   // with no worker waiting commit without it.
-  const { noticesOf, unlisten } = await listenForNotices();
+  const { noticesOf, unlisten } = await listenForNotices(t);
   try {
     // No worker registered: no notice, from plain SQL or from errand.
     expect(await noticesOf(plainInsert)).toEqual([]);
@@ -68,7 +46,7 @@ it("the insert trigger notifies while a worker waits, and otherwise only when a 
 });
 
 it("a waiting worker's row not refreshed for a minute, as a killed worker leaves it, no longer makes inserts notify", async () => {
-  const { noticesOf, unlisten } = await listenForNotices();
+  const { noticesOf, unlisten } = await listenForNotices(t);
   try {
     await t.sql(`INSERT INTO ${t.schema}.workers (id, queues, kinds) VALUES ('killed', '{default}', '{a}')`);
     expect(await noticesOf(plainInsert)).toHaveLength(1);
