@@ -3,7 +3,8 @@ import { memoisePerSchema, qualified, statement } from "./statement.js";
 
 /**
  * How long a worker's presence row counts as live after its last refresh: for stats
- * (migration 017), and for the insert trigger's notices while it says it waits (migration 027).
+ * (migration 017), and for the insert trigger's notices while it says it waits (migration 027,
+ * which writes the same 60 s into `jobs_notice_wanted()`).
  */
 export const workerStaleSeconds = 60;
 
