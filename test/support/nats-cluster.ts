@@ -1,20 +1,33 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { createServer } from "node:net";
+import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-// A 3-node NATS cluster with JetStream on localhost, for the cluster process test and the
-// cluster bench: its own ports (the first free from 14222 for clients, 16222 for routes)
-// and store directories under a temp directory, killed and removed by `stop()`.
+// A 3-node NATS cluster with JetStream on localhost, for the cluster process test: its own
+// ports (the first free from 14222 for clients, 16222 for routes) and store directories
+// under a temp directory, killed and removed by `stop()`.
 
 const natsServer = process.env.ERRAND_NATS_SERVER ?? "/usr/sbin/nats-server";
 
+// Only for choosing ports before any node starts: probing a starting node this way would
+// hold its port for an instant, and a node that binds in that instant exits.
 function portFree(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const server = createServer();
     server.once("error", () => resolve(false));
     server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
+  });
+}
+
+function listening(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, "127.0.0.1");
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
   });
 }
 
@@ -31,7 +44,18 @@ async function freePorts(from: number, count: number, taken: Set<number>): Promi
 export interface ClusterNode {
   readonly name: string;
   readonly port: number;
-  process: ChildProcess;
+  readonly process: ChildProcess;
+  /** The end of what it logged (nats-server logs to stderr), for an error that names its cause. */
+  log: string;
+}
+
+function startNode(name: string, port: number, config: string): ClusterNode {
+  const child = spawn(natsServer, ["-c", config], { stdio: ["ignore", "ignore", "pipe"] });
+  const node: ClusterNode = { name, port, process: child, log: "" };
+  child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+    node.log = (node.log + chunk).slice(-4_000);
+  });
+  return node;
 }
 
 /** Starts three nats-server processes in one cluster; resolves once all three listen. */
@@ -56,16 +80,9 @@ cluster {
 }
 `,
     );
-    nodes.push({ name, port: clients[i]!, process: spawn(natsServer, ["-c", config], { stdio: "ignore" }) });
+    nodes.push(startNode(name, clients[i]!, config));
   }
-  const deadline = Date.now() + 20_000;
-  for (const node of nodes) {
-    while (await portFree(node.port)) {
-      if (Date.now() > deadline) throw new Error(`nats-server ${node.name} did not listen on ${node.port}`);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  }
-  return {
+  const cluster = {
     nodes,
     /** Every node's URL, comma-separated, as JetStreamQueue's `servers` takes them. */
     servers: nodes.map((n) => `nats://127.0.0.1:${n.port}`).join(","),
@@ -83,4 +100,17 @@ cluster {
       await rm(dir, { recursive: true, force: true });
     },
   };
+  const deadline = Date.now() + 20_000;
+  for (const node of nodes) {
+    while (!(await listening(node.port))) {
+      const exited = node.process.exitCode !== null || node.process.signalCode !== null;
+      if (exited || Date.now() > deadline) {
+        await cluster.stop();
+        const why = exited ? `exited (${node.process.exitCode ?? node.process.signalCode})` : "did not listen within 20 s";
+        throw new Error(`nats-server ${node.name} on ${node.port} ${why}; its log ends:\n${node.log}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+  return cluster;
 }
