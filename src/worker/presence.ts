@@ -1,5 +1,5 @@
 import type { Clock } from "../clock.js";
-import type { Driver } from "../driver/types.js";
+import type { Driver, QueryResult, Statement } from "../driver/types.js";
 import { workerQueriesFor } from "../sql/workers.js";
 
 /** How often a running worker refreshes its row in the registry (well within its staleness). */
@@ -12,6 +12,9 @@ const refreshMs = 15_000;
  * It also says whether the worker waits for the insert trigger's notices (see waiting.ts):
  * written at start as waiting, and again as the worker goes busy or comes back to rest. A
  * row not refreshed for a minute no longer counts for that (a killed worker's, see migration 027).
+ * Once the worker leaves, no write of it lands after the delete: a refresh or a change of
+ * "waiting" still in flight then (from a timer that fired as the worker stopped) would
+ * otherwise put the row back, counted as a live worker for that minute.
  */
 export class WorkerPresence {
   readonly #driver: Driver;
@@ -21,6 +24,9 @@ export class WorkerPresence {
   readonly #kinds: readonly string[];
   readonly #clock: Clock;
   #lastAt = -Infinity;
+  /** Writes in flight, settled or not: {@link WorkerPresence.leave} waits for them. */
+  readonly #writes = new Set<Promise<void>>();
+  #left = false;
 
   constructor(driver: Driver, schema: string, id: string, queues: readonly string[], kinds: readonly string[], clock: Clock) {
     this.#driver = driver;
@@ -38,19 +44,33 @@ export class WorkerPresence {
    * reach): inserts may have gone unannounced meanwhile. Rejects when the write fails.
    */
   async refresh(): Promise<boolean> {
-    if (this.#clock.now() - this.#lastAt < refreshMs) return false;
+    if (this.#left || this.#clock.now() - this.#lastAt < refreshMs) return false;
     this.#lastAt = this.#clock.now();
-    const { rows } = await this.#driver.run<{ revived: boolean }>(workerQueriesFor(this.#schema).present, [this.#id, this.#queues, this.#kinds]);
+    const { rows } = await this.#write<{ revived: boolean }>(workerQueriesFor(this.#schema).present, [this.#id, this.#queues, this.#kinds]);
     return rows[0]?.revived === true;
   }
 
   /** Says in the row whether the worker waits for notices (inserting it if it is missing). Rejects when the write fails. */
   async wait(waiting: boolean): Promise<void> {
-    await this.#driver.run(workerQueriesFor(this.#schema).waiting, [this.#id, this.#queues, this.#kinds, waiting]);
+    if (this.#left) return;
+    await this.#write(workerQueriesFor(this.#schema).waiting, [this.#id, this.#queues, this.#kinds, waiting]);
   }
 
-  /** Deletes the row (the worker stopped). Rejects when the write fails. */
+  /** Deletes the row (the worker stopped), once the writes in flight have ended; nothing is written after. Rejects when the delete fails. */
   async leave(): Promise<void> {
+    this.#left = true;
+    await Promise.all(this.#writes);
     await this.#driver.run(workerQueriesFor(this.#schema).leave, [this.#id]);
+  }
+
+  #write<Row>(statement: Statement, params: readonly unknown[]): Promise<QueryResult<Row>> {
+    const write = this.#driver.run<Row>(statement, params);
+    const settled = write.then(
+      () => {},
+      () => {},
+    );
+    this.#writes.add(settled);
+    void settled.then(() => this.#writes.delete(settled));
+    return write;
   }
 }
