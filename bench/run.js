@@ -19,6 +19,7 @@ const { values: args } = parseArgs({
     only: { type: "string" },
     systems: { type: "string" },
     "history-rows": { type: "string" },
+    "history-jobs": { type: "string" },
     "idle-workers": { type: "string" },
   },
 });
@@ -33,6 +34,7 @@ const cfg = args.smoke
       latencySeconds: 8, latencyRate: 50, latencyHighSeconds: 4, latencyHighRate: 5_000, idleWorkers: 50, idleSeconds: 30, idleWarmSeconds: 35, historyRows: 10_000_000, historyJobs: 100_000, warmJobs: 25_000 };
 if (args.runs) cfg.runs = Number(args.runs);
 if (args["history-rows"]) cfg.historyRows = Number(args["history-rows"]); // e.g. 2000000: a quicker history scenario
+if (args["history-jobs"]) cfg.historyJobs = Number(args["history-jobs"]); // e.g. 400000: a longer run of each history scenario
 if (args["idle-workers"]) cfg.idleWorkers = Number(args["idle-workers"]); // idle_workers: 50 unless --smoke
 
 const only = args.only?.split(",");
