@@ -39,6 +39,8 @@ if (args["idle-workers"]) cfg.idleWorkers = Number(args["idle-workers"]); // idl
 
 const only = args.only?.split(",");
 const onlySystems = args.systems?.split(",");
+// history_raw's table (10 M rows, gigabytes) is kept for history_vacuumed only when that runs.
+cfg.keepHistory = !only || only.includes("history") || only.includes("history_vacuumed");
 const defs = scenarios(cfg).filter((d) => !only || only.includes(d.id) || only.includes(d.group));
 
 const raw = {};

@@ -529,8 +529,8 @@ export function scenarios(cfg) {
     { id: "history_raw", group: "history", title: `history: ${cfg.historyRows.toLocaleString("en")} done/dead rows, never vacuumed or analysed`, unit: "jobs/s", higher: true, systems: ["errand"],
       measure: async (s, ns) => {
         let seconds;
-        const result = await processJobs(s, ns, { count: cfg.historyJobs, capMs: cfg.capMs, mode: "default", keep: true, checkpoint: true, analyze: false, before: async (n) => void (seconds = await history(n, cfg.historyRows)) });
-        historyKept = ns;
+        const result = await processJobs(s, ns, { count: cfg.historyJobs, capMs: cfg.capMs, mode: "default", keep: cfg.keepHistory, checkpoint: true, analyze: false, before: async (n) => void (seconds = await history(n, cfg.historyRows)) });
+        if (cfg.keepHistory) historyKept = ns;
         return { ...result, generateSeconds: seconds };
       } },
     { id: "history_vacuumed", group: "history", title: `history: ${cfg.historyRows.toLocaleString("en")} done/dead rows, after VACUUM ANALYZE`, unit: "jobs/s", higher: true, systems: ["errand"],
