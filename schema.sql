@@ -254,6 +254,20 @@ BEGIN
 END;
 $$;
 
+CREATE FUNCTION errand.lower_ready_mark() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  PERFORM pg_advisory_xact_lock_shared(hashtext('errand.ready_mark:"errand"'), 0);
+  IF current_setting('transaction_isolation') <> 'read committed'
+     OR (EXISTS (SELECT 1 FROM "errand".ready_marks WHERE queue = NEW.queue AND priority = NEW.priority AND raised)
+         AND NOT EXISTS (SELECT 1 FROM "errand".ready_marks WHERE queue = NEW.queue AND priority = NEW.priority AND run_at <= NEW.run_at)) THEN
+    INSERT INTO "errand".ready_marks (queue, priority, run_at, raised) VALUES (NEW.queue, NEW.priority, NEW.run_at, false);
+  END IF;
+  RETURN NULL;
+END;
+$$;
+
 CREATE FUNCTION errand.notify_jobs() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
@@ -272,6 +286,50 @@ BEGIN
   PERFORM pg_notify('errand_pub_' || TG_TABLE_SCHEMA, '');
   RETURN NULL;
 END;
+$$;
+
+CREATE FUNCTION errand.raise_ready_mark(p_queue text, p_priority integer) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  v_hidden boolean;
+  v_bound timestamptz;
+  v_mark timestamptz;
+  v_first timestamptz;
+BEGIN
+  IF NOT pg_try_advisory_xact_lock(hashtext('errand.ready_mark:"errand"'), 0)
+     OR EXISTS (SELECT 1 FROM pg_prepared_xacts WHERE database = current_database()) THEN
+    RETURN;
+  END IF;
+  -- Read before the jobs are (a later statement, a later snapshot): a transaction in flight
+  -- then is listed, and one that begins after it begins after now(). Autovacuum writes no job.
+  SELECT coalesce(bool_or(a.state IS NULL), false), min(a.xact_start) INTO v_hidden, v_bound
+    FROM pg_stat_activity a WHERE a.datname = current_database() AND a.backend_type IS DISTINCT FROM 'autovacuum worker'; -- a hidden session's is NULL
+  IF v_hidden THEN
+    RETURN;
+  END IF;
+  v_mark := "errand".ready_mark(p_queue, p_priority);
+  SELECT j.run_at INTO v_first FROM "errand".jobs j
+    WHERE j.status = 'ready' AND j.outcome IS NULL AND j.queue = p_queue AND j.concurrency_key IS NULL
+      AND j.priority = p_priority AND j.run_at >= coalesce(v_mark, '-infinity')
+    ORDER BY j.run_at LIMIT 1;
+  v_bound := least(least(v_bound, now()) - interval '100 milliseconds', v_first);
+  IF v_mark IS NULL OR v_bound > v_mark THEN
+    PERFORM set_config('synchronous_commit', 'off', true); -- a raise lost in a crash leaves the mark lower
+    DELETE FROM "errand".ready_marks m WHERE m.queue = p_queue AND m.priority = p_priority AND NOT m.raised;
+    UPDATE "errand".ready_marks m SET run_at = v_bound WHERE m.queue = p_queue AND m.priority = p_priority AND m.raised;
+    IF NOT FOUND THEN
+      INSERT INTO "errand".ready_marks (queue, priority, run_at, raised) VALUES (p_queue, p_priority, v_bound, true);
+    END IF;
+  END IF;
+END;
+$$;
+
+CREATE FUNCTION errand.ready_mark(p_queue text, p_priority integer) RETURNS timestamp with time zone
+    LANGUAGE sql STABLE
+    AS $$
+  SELECT CASE WHEN bool_or(m.raised) AND min(m.run_at) <= now() THEN min(m.run_at) END
+  FROM "errand".ready_marks m WHERE m.queue = p_queue AND m.priority = p_priority
 $$;
 
 CREATE TABLE errand.alert_incidents (
@@ -538,6 +596,13 @@ CREATE TABLE errand.queue_limits (
     CONSTRAINT queue_limits_queue_check CHECK ((queue <> ''::text))
 );
 
+CREATE TABLE errand.ready_marks (
+    queue text NOT NULL,
+    priority integer NOT NULL,
+    run_at timestamp with time zone NOT NULL,
+    raised boolean NOT NULL
+);
+
 CREATE TABLE errand.schedule_runs (
     schedule text NOT NULL,
     slot timestamp with time zone NOT NULL,
@@ -674,6 +739,8 @@ CREATE INDEX jobs_queue_running ON errand.jobs USING btree (queue_running) WHERE
 
 CREATE INDEX leases_due ON errand.leases USING btree (locked_until);
 
+CREATE INDEX ready_marks_of ON errand.ready_marks USING btree (queue, priority);
+
 CREATE INDEX schedules_due ON errand.schedules USING btree (next_slot) WHERE (NOT paused);
 
 CREATE TRIGGER done_jobs_count_deletes AFTER DELETE ON errand.done_jobs REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION errand.count_deletes();
@@ -705,6 +772,8 @@ CREATE TRIGGER jobs_mirror BEFORE INSERT OR UPDATE ON errand.jobs FOR EACH ROW W
         END))) EXECUTE FUNCTION errand.jobs_mirror();
 
 CREATE TRIGGER jobs_notify AFTER INSERT ON errand.jobs FOR EACH STATEMENT EXECUTE FUNCTION errand.notify_jobs();
+
+CREATE TRIGGER jobs_ready_mark AFTER INSERT OR UPDATE ON errand.jobs FOR EACH ROW WHEN (((new.status = 'ready'::text) AND (new.outcome IS NULL) AND (new.concurrency_key IS NULL) AND (new.run_at < now()))) EXECUTE FUNCTION errand.lower_ready_mark();
 
 CREATE TRIGGER outbox_notify AFTER INSERT ON errand.outbox FOR EACH STATEMENT EXECUTE FUNCTION errand.notify_outbox();
 

@@ -11,6 +11,7 @@ export interface Queries {
   readonly findByDedupeKeys: Statement;
   readonly claim: Statement;
   readonly claimFrom: Statement;
+  readonly raiseReadyMark: Statement;
   readonly firstReady: Statement;
   readonly floorHint: Statement;
   readonly start: Statement;
@@ -372,17 +373,33 @@ function build(s: string, channel: string, waitChannel: string): Queries {
         LIMIT $1`)),
 
     /*
+     * raiseReadyMark — raises the ready mark of queue $1 and priority $2 (migration 028),
+     * below which no job of them is ready, when it can without waiting: sent before each
+     * firstReady. Writes one row of ready_marks, without waiting for its WAL flush.
+     */
+    raiseReadyMark: statement(`SELECT ${s}.raise_ready_mark($1::text, $2::int)`),
+
+    /*
      * firstReady — the claim floor's probe (see src/worker/claim-floor.ts): the key of the
      * first job a claim from the start would take, of queue $1 and kinds $2, or no row.
-     * Reads the ready index from the start as such a claim does, dead entries included,
-     * but locks and writes nothing, and no claim waits for it. A row another claim holds
-     * counts: the claim after it skips what is still locked. rows: id, priority, run_at_ms
+     * Reads the ready index as such a claim does, but the range of priority $3 (the
+     * floor's) from its ready mark (raiseReadyMark), not through the dead entries in front
+     * of it; the others from their start, as claimFrom. Locks and writes nothing, and no
+     * claim waits for it. A row another claim holds counts: the claim after it skips what
+     * is still locked. rows: id, priority, run_at_ms
      */
     firstReady: statement(`
-      SELECT ${keyColumns("j")} FROM ${jobs} j
-      WHERE ${claimableBy(1, 2)}
-      ORDER BY priority DESC, run_at, id
-      LIMIT 1`),
+      SELECT id, priority, run_at_ms FROM (
+        (SELECT ${keyColumns("j")} FROM ${jobs} j WHERE ${claimableBy(1, 2)} AND priority > $3::int
+         ORDER BY priority DESC, run_at, id LIMIT 1)
+        UNION ALL
+        (SELECT ${keyColumns("j")} FROM ${jobs} j WHERE ${claimableBy(1, 2)} AND priority = $3::int
+           AND run_at >= coalesce(${s}.ready_mark($1::text, $3::int), '-infinity')
+         ORDER BY run_at, id LIMIT 1)
+        UNION ALL
+        (SELECT ${keyColumns("j")} FROM ${jobs} j WHERE ${claimableBy(1, 2)} AND priority < $3::int
+         ORDER BY priority DESC, run_at, id LIMIT 1)
+      ) AS first LIMIT 1`),
 
     /*
      * floorHint — where the claims of queue $1 left off: the key of its job that finished

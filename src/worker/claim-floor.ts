@@ -34,10 +34,11 @@ export interface ClaimStart {
   readonly seq: number;
 }
 
-/** A probe in flight: when it was sent (process clock), and the drops before it. */
+/** A probe in flight: when it was sent (process clock), the drops before it, and the floor's priority (whose range it reads from its ready mark). */
 export interface ProbeStart {
   readonly sentAt: number;
   readonly drops: number;
+  readonly priority: number;
 }
 
 /**
@@ -48,6 +49,9 @@ export interface ProbeStart {
  * never read before take seconds. So no claim does it while there is a floor: the floor
  * is checked by a probe (`firstReady`) that the producer sends beside its claims and does
  * not wait for, and that lowers the floor to the first ready job when that job lies below it.
+ * The probe reads the floor's priority from its queue's ready mark (migration 028), below
+ * which no job is ready, raised first: it reads the dead entries left since the last raise,
+ * not all of them (where no mark can be raised, it reads from the start).
  *
  * A job can become ready below the floor. Where the worker is told, it probes at once
  * ({@link ClaimFloor.drop}): jobs given back by any worker (the release's `returned`
@@ -146,7 +150,7 @@ export class ClaimFloor {
   probing(): ProbeStart {
     this.#probing = true;
     this.#wanted = false;
-    return { sentAt: this.#clock.now(), drops: this.#drops };
+    return { sentAt: this.#clock.now(), drops: this.#drops, priority: this.#key?.priority ?? 0 };
   }
 
   /**

@@ -201,7 +201,11 @@ export class Claimer {
   /** Sends the claim floor's probe; claims go on from the floor meanwhile (see claim-floor.ts). */
   #sendProbe(kinds: readonly string[]): void {
     const start = this.#floor.probing();
-    this.#probe = this.#driver.run<KeyRow>(this.#queries.firstReady, [this.#queue, kinds]).then(
+    const look = async (): Promise<{ rows: KeyRow[] }> => {
+      await this.#driver.run(this.#queries.raiseReadyMark, [this.#queue, start.priority]);
+      return this.#driver.run<KeyRow>(this.#queries.firstReady, [this.#queue, kinds, start.priority]);
+    };
+    this.#probe = look().then(
       ({ rows }) => {
         if (this.#floor.probed(rows[0] && keyOf(rows[0]), start)) this.#floorLowered();
       },

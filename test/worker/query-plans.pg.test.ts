@@ -72,7 +72,7 @@ describe("batch statement plans", () => {
           const statements = {
             claim: { text: q.claim.text, args: `${batch}, 'w', '{}'::jsonb, 60000, 10, 'default', '{k}'::text[]` },
             claimFrom: { text: q.claimFrom.text, args: `${batch}, 'w', '{}'::jsonb, 60000, 10, 'default', '{k}'::text[], 0, ${Date.now() * 1000 - 60e6}, 1, true` },
-            firstReady: { text: q.firstReady.text, args: `'default', '{k}'::text[]` },
+            firstReady: { text: q.firstReady.text, args: `'default', '{k}'::text[], 0` },
             floorHint: { text: q.floorHint.text, args: `'default'` },
             start: { text: q.start.text, args: `${idArray}, ${json(rows.map((r) => r.attempts))}, 'w'` },
             heartbeat: { text: q.heartbeat.text, args: `${idArray}, ${json(rows.map((r) => r.attempts))}, 'w', '{}'::jsonb, 60000, '{}'::bigint[]` },
@@ -97,11 +97,14 @@ describe("batch statement plans", () => {
           expect(claimFrom).toMatch(/Index Cond: [^\n]*ROW\(run_at, id\) >=/);
           // Where the other workers' claims left off: the newest lease records, backwards.
           expect(claimFrom).toMatch(/Index Scan Backward using leases_pkey/);
-          // The floor's probe reads the ready index in claim order to its first match; the
-          // hint, done_jobs' last 1,000 by their finished_at index, backwards.
+          // The floor's probe reads the ready index in claim order to its first match, the
+          // floor's priority from its ready mark (migration 028); the hint, done_jobs' last
+          // 1,000 by their finished_at index, backwards.
           const firstReady = await plan(c, "firstReady", statements.firstReady.args);
-          expect(firstReady).toMatch(/Index Scan using jobs_open_plain/);
-          expect(firstReady).not.toMatch(/Sort|Seq Scan|Bitmap/);
+          expect(firstReady).toMatch(/Append/);
+          expect(firstReady).not.toMatch(/Merge Append|Sort|Seq Scan|Bitmap/);
+          expect(firstReady.match(/Index Scan using jobs_open_plain/g)).toHaveLength(3);
+          expect(firstReady).toMatch(/Index Cond: [^\n]*run_at >= COALESCE\(/);
           const floorHint = await plan(c, "floorHint", statements.floorHint.args);
           expect(floorHint).toMatch(/Index Scan Backward using done_jobs_finished/);
           expect(floorHint).not.toMatch(/Seq Scan/);
