@@ -383,7 +383,7 @@ async function latency(system, ns, { seconds, rate, heldMs = 0 }) {
  * jobs. Every finished row left a dead row version behind in jobs, with its entry in the
  * index of waiting jobs (jobs_open_plain). Autovacuum is off for both tables and nothing analyses them.
  * Last, one sequential read of jobs prunes its pages, and one walk through the index of
- * open jobs marks its entries for dead rows, as errand's own reads do while it works: a
+ * open jobs marks its entries for dead rows and raises the ready mark, as errand's own reads do while it works: a
  * table its worker left has nothing left to prune, and most of those entries marked (93 %
  * after 300,000 jobs; bench/README, rounds of 2026-12-03, morning and late morning). The
  * statements above leave both to the next reader, the timed run: at the table's fillfactor
@@ -409,10 +409,14 @@ export async function history(ns, rows) {
       SET status = 'dead', attempts = 1, started_at = run_at, finished_at = run_at + interval '10 milliseconds', last_error = 'Error: boom'
       WHERE kind = 'bench_history'`);
     await c.query(`SELECT count(*) FROM "${ns}".jobs`);
-    // One walk through the index of open jobs, the claim floor's probe's statement
-    // (firstReady): it fetches each entry's row and marks the entries of dead rows, as the
-    // probes of the worker that finished those jobs would have.
-    await c.query(`SELECT id FROM "${ns}".jobs WHERE ${probeFilter} ORDER BY priority DESC, run_at, id LIMIT 1`);
+    // One walk through the index of open jobs, as the claim floor's probe's first raise of
+    // the ready mark reads it (migration 028): it fetches each entry's row and marks the
+    // entries of dead rows, and leaves the mark at the first ready job, as the probes of the
+    // worker that finished those jobs would have. A build from before the marks (an A/B
+    // through BENCH_ERRAND_DIST): its probe's statement, which walks the index the same way.
+    const marks = await c.query(`SELECT to_regproc('"${ns}".raise_ready_mark') IS NOT NULL AS marks`);
+    if (marks.rows[0].marks) await c.query(`SELECT "${ns}".raise_ready_mark('default', 0)`);
+    else await c.query(`SELECT id FROM "${ns}".jobs WHERE ${probeFilter} ORDER BY priority DESC, run_at, id LIMIT 1`);
   });
   return (performance.now() - started) / 1000;
 }
