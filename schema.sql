@@ -259,10 +259,18 @@ CREATE FUNCTION errand.lower_ready_mark() RETURNS trigger
     AS $$
 BEGIN
   PERFORM pg_advisory_xact_lock_shared(hashtext('errand.ready_mark:"errand"'), 0);
-  IF current_setting('transaction_isolation') <> 'read committed'
-     OR (EXISTS (SELECT 1 FROM "errand".ready_marks WHERE queue = NEW.queue AND priority = NEW.priority AND raised)
-         AND NOT EXISTS (SELECT 1 FROM "errand".ready_marks WHERE queue = NEW.queue AND priority = NEW.priority AND run_at <= NEW.run_at)) THEN
-    INSERT INTO "errand".ready_marks (queue, priority, run_at, raised) VALUES (NEW.queue, NEW.priority, NEW.run_at, false);
+  IF current_setting('transaction_isolation') = 'read committed' THEN
+    IF EXISTS (SELECT 1 FROM "errand".ready_marks WHERE queue = NEW.queue AND priority = NEW.priority AND raised)
+       AND NOT EXISTS (SELECT 1 FROM "errand".ready_marks WHERE queue = NEW.queue AND priority = NEW.priority AND run_at <= NEW.run_at) THEN
+      INSERT INTO "errand".ready_marks (queue, priority, run_at, raised) VALUES (NEW.queue, NEW.priority, NEW.run_at, false);
+    END IF;
+  ELSIF NOT EXISTS (SELECT 1 FROM "errand".ready_marks m WHERE m.queue = NEW.queue AND m.priority = NEW.priority AND NOT m.raised
+                      AND m.xmin = pg_current_xact_id()::xid AND m.run_at <= NEW.run_at) THEN
+    UPDATE "errand".ready_marks m SET run_at = NEW.run_at
+      WHERE m.queue = NEW.queue AND m.priority = NEW.priority AND NOT m.raised AND m.xmin = pg_current_xact_id()::xid;
+    IF NOT FOUND THEN
+      INSERT INTO "errand".ready_marks (queue, priority, run_at, raised) VALUES (NEW.queue, NEW.priority, NEW.run_at, false);
+    END IF;
   END IF;
   RETURN NULL;
 END;
@@ -774,6 +782,8 @@ CREATE TRIGGER jobs_mirror BEFORE INSERT OR UPDATE ON errand.jobs FOR EACH ROW W
 CREATE TRIGGER jobs_notify AFTER INSERT ON errand.jobs FOR EACH STATEMENT EXECUTE FUNCTION errand.notify_jobs();
 
 CREATE TRIGGER jobs_ready_mark AFTER INSERT OR UPDATE ON errand.jobs FOR EACH ROW WHEN (((new.status = 'ready'::text) AND (new.outcome IS NULL) AND (new.concurrency_key IS NULL) AND (new.run_at < now()))) EXECUTE FUNCTION errand.lower_ready_mark();
+
+ALTER TABLE errand.jobs ENABLE ALWAYS TRIGGER jobs_ready_mark;
 
 CREATE TRIGGER outbox_notify AFTER INSERT ON errand.outbox FOR EACH STATEMENT EXECUTE FUNCTION errand.notify_outbox();
 

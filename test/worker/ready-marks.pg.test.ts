@@ -89,11 +89,16 @@ it("makes a writer of a job below it wait for a raise in flight, then lowers it"
 
 it("is lowered by a REPEATABLE READ writer whose snapshot predates a raise", async () => {
   await raise();
+  // A job below the mark lowers it: the writer's snapshot sees that lowering row, which
+  // the raise below removes once the job is claimed. The writer must not take it for its own.
+  const { rows: claimed } = await admin.query<{ id: string }>(`INSERT INTO ${schema}.jobs (kind, payload, run_at) VALUES ('k', '{}', now() - interval '2 minutes') RETURNING id::text`);
   await withConnection(async (writer) => {
     await writer.query("BEGIN ISOLATION LEVEL REPEATABLE READ");
-    await writer.query(`SELECT count(*) FROM ${schema}.ready_marks`); // the snapshot
+    expect((await writer.query(`SELECT count(*)::int AS n FROM ${schema}.ready_marks WHERE NOT raised`)).rows[0].n).toBe(1); // the snapshot
+    await admin.query(`UPDATE ${schema}.jobs SET status = 'running', locked_by = 'w', locked_until = now() + interval '1 minute' WHERE id = $1`, [claimed[0]!.id]);
     await new Promise((resolve) => setTimeout(resolve, 5)); // the raise below must read a later now()
     await raise();
+    expect((await admin.query(`SELECT count(*)::int AS n FROM ${schema}.ready_marks WHERE NOT raised`)).rows[0].n).toBe(0);
     const { rows } = await writer.query<{ id: string }>(`INSERT INTO ${schema}.jobs (kind, payload, run_at) VALUES ('k', '{}', now() - interval '1 minute') RETURNING id::text`);
     await writer.query("COMMIT");
     expect(await belowMark()).toEqual([]);

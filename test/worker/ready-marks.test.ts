@@ -54,6 +54,32 @@ it("is lowered by a job written ready below it, inserted or given back, and the 
   expect(await firstReady()).toEqual([late]);
 });
 
+it("is lowered by a job written where triggers fire only if enabled ALWAYS (logical replication's apply, a bulk load as 'replica')", async () => {
+  await raise();
+  const late = await t.errand.driver.transaction(async (tx) => {
+    await tx.exec("SET LOCAL session_replication_role = replica");
+    const { rows } = await tx.query<{ id: string }>(`INSERT INTO ${t.schema}.jobs (kind, payload, run_at) VALUES ('k', '{}', now() - interval '1 day') RETURNING id`);
+    return String(rows[0]!.id);
+  });
+  expect(await firstReady()).toEqual([late]);
+});
+
+it("keeps one lowering row per queue and priority for a transaction outside READ COMMITTED, however many jobs it writes below the mark", async () => {
+  await raise();
+  const earliest = await t.errand.driver.transaction(async (tx) => {
+    await tx.exec("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
+    // One at a time, each earlier than the last (each lowers the row), then 100 at once in no order.
+    for (const hours of [1, 2, 3]) await tx.query(`INSERT INTO ${t.schema}.jobs (kind, payload, run_at) VALUES ('k', '{}', now() - interval '${hours} hours')`);
+    await tx.query(`INSERT INTO ${t.schema}.jobs (kind, payload, run_at) SELECT 'k', '{}', now() - ((g * 37) % 100 + 4) * interval '1 hour' FROM generate_series(1, 100) AS g`);
+    await tx.query(`INSERT INTO ${t.schema}.jobs (kind, payload, run_at) VALUES ('k', '{}', now() - interval '2 hours')`);
+    const { rows } = await tx.query<{ id: string }>(`SELECT id FROM ${t.schema}.jobs ORDER BY run_at, id LIMIT 1`);
+    return String(rows[0]!.id);
+  });
+  const rows = await t.sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${t.schema}.ready_marks WHERE NOT raised`);
+  expect(rows[0]!.n).toBe(1);
+  expect(await firstReady()).toEqual([earliest]);
+});
+
 it("reads higher and lower priorities from their start", async () => {
   await raise();
   const higher = await insert("now() - interval '1 day'", 5);
