@@ -611,6 +611,8 @@ CREATE TABLE errand.ready_marks (
     raised boolean NOT NULL
 );
 
+ALTER TABLE ONLY errand.ready_marks REPLICA IDENTITY FULL;
+
 CREATE TABLE errand.schedule_runs (
     schedule text NOT NULL,
     slot timestamp with time zone NOT NULL,

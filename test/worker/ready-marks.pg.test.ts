@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { afterAll, beforeEach, afterEach, expect, it } from "vitest";
-import { Errand } from "../../src/index.js";
+import { Errand, type WorkerEvent } from "../../src/index.js";
 import { queriesFor } from "../../src/sql/jobs.js";
 import { eventually, freshSchema } from "../support/db.js";
 
@@ -104,6 +104,30 @@ it("is lowered by a REPEATABLE READ writer whose snapshot predates a raise", asy
     expect(await belowMark()).toEqual([]);
     expect(await firstReady()).toEqual([rows[0]!.id]);
   });
+});
+
+it("is raised, and errand's worker runs, where a publication covers errand's tables (logical replication, change data capture)", async () => {
+  const publication = `${schema}_pub`;
+  await admin.query(`CREATE PUBLICATION ${publication} FOR TABLES IN SCHEMA ${schema}`);
+  const errand = await Errand.open({ connectionString: url, schema, poolSize: 2 });
+  const events: WorkerEvent[] = [];
+  const worker = errand.worker({ pollIntervalMs: 50, onEvent: (event) => void events.push(event), handlers: { k: async () => {} } });
+  try {
+    await raise();
+    await admin.query(`INSERT INTO ${schema}.jobs (kind, payload, run_at) VALUES ('k', '{}', now() - interval '1 day')`); // lowers the mark
+    await worker.start();
+    // The worker's probes raise the mark again past the job it ran (a DELETE and an UPDATE of ready_marks).
+    await eventually(async () => {
+      await errand.enqueue("k", {});
+      const { rows } = await admin.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${schema}.jobs WHERE status = 'ready'`);
+      return rows[0]!.n === 0 && (await markMs()) !== null && (await markMs())! > Date.now() - 60_000;
+    }, 10_000, "the worker to run every job and raise the mark");
+    expect(events.filter((event) => event.type === "error")).toEqual([]);
+  } finally {
+    await worker.stop();
+    await errand.close();
+    await admin.query(`DROP PUBLICATION ${publication}`);
+  }
 });
 
 it("is not raised where a session is hidden from errand's role (its transaction's start unknown)", async () => {
