@@ -80,8 +80,11 @@ export function table(summary, defs) {
   return rows.join("\n");
 }
 
-/** The issue's targets, checked against the medians. Each: { target, met, detail }. */
-export function targets(summary) {
+/**
+ * The issue's targets, checked against the medians. Each: { target, met, detail }.
+ * `latencyHighRate`: the load latency_5k offered (5,000 unless `--latency-rate`).
+ */
+export function targets(summary, { latencyHighRate }) {
   const v = (scenario, system, field = "value") => summary[scenario]?.[system]?.[field] ?? null;
   const checks = [];
   /**
@@ -133,8 +136,10 @@ export function targets(summary) {
   const high = pickup("latency_5k", "errand");
   const rawHigh = pickup("latency_5k", "raw");
   const committed = (p) => `${Math.round(p.committed).toLocaleString("en")} jobs/s committed`;
-  checks.push({ target: "pickup latency at 5,000 jobs/s offered: p50 ≤ 1 ms, p99 ≤ 3 ms (from commit)", met: high != null && high.p50 <= 1 && high.p99 <= 3 && high.committed >= 4_750,
-    detail: high == null ? "not measured" : `${high.text}, at ${committed(high)}${rawHigh ? `${beside(rawHigh)}, at ${committed(rawHigh)}` : ""}` });
+  // At another load (--latency-rate) latency_5k says nothing about this target.
+  const highDetail = high == null ? "not measured" : latencyHighRate !== 5_000 ? `not measured: latency_5k offered ${latencyHighRate.toLocaleString("en")} jobs/s` : `${high.text}, at ${committed(high)}${rawHigh ? `${beside(rawHigh)}, at ${committed(rawHigh)}` : ""}`;
+  checks.push({ target: "pickup latency at 5,000 jobs/s offered: p50 ≤ 1 ms, p99 ≤ 3 ms (from commit)", met: latencyHighRate === 5_000 && high != null && high.p50 <= 1 && high.p99 <= 3 && high.committed >= 4_750,
+    detail: highDetail });
   // Contention on the claim: warmed processes, as long-running workers are (a cold process's
   // first ~25,000 jobs cost more Node CPU; 8 cold ones on 12,500 jobs each measure mostly
   // that). The table keeps the cold pair (eight_workers against process_best).
