@@ -137,9 +137,10 @@ export function targets(summary, { latencyHighRate }) {
   const rawHigh = pickup("latency_5k", "raw");
   const committed = (p) => `${Math.round(p.committed).toLocaleString("en")} jobs/s committed`;
   // At another load (--latency-rate) latency_5k says nothing about this target.
-  const highDetail = high == null ? "not measured" : latencyHighRate !== 5_000 ? `not measured: latency_5k offered ${latencyHighRate.toLocaleString("en")} jobs/s` : `${high.text}, at ${committed(high)}${rawHigh ? `${beside(rawHigh)}, at ${committed(rawHigh)}` : ""}`;
-  checks.push({ target: "pickup latency at 5,000 jobs/s offered: p50 ≤ 1 ms, p99 ≤ 3 ms (from commit)", met: latencyHighRate === 5_000 && high != null && high.p50 <= 1 && high.p99 <= 3 && high.committed >= 4_750,
-    detail: highDetail });
+  const offered = latencyHighRate === 5_000;
+  checks.push({ target: "pickup latency at 5,000 jobs/s offered: p50 ≤ 1 ms, p99 ≤ 3 ms (from commit)", met: offered && high != null && high.p50 <= 1 && high.p99 <= 3 && high.committed >= 4_750,
+    detail: high == null ? "not measured" : !offered ? `not measured: latency_5k offered ${latencyHighRate.toLocaleString("en")} jobs/s`
+      : `${high.text}, at ${committed(high)}${rawHigh ? `${beside(rawHigh)}, at ${committed(rawHigh)}` : ""}` });
   // Contention on the claim: warmed processes, as long-running workers are (a cold process's
   // first ~25,000 jobs cost more Node CPU; 8 cold ones on 12,500 jobs each measure mostly
   // that). The table keeps the cold pair (eight_workers against process_best).
