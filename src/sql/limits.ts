@@ -16,6 +16,7 @@ export interface LimitQueries {
   readonly claimKeyed: Statement;
   readonly announceKeyed: Statement;
   readonly claimLimited: Statement;
+  readonly countRunning: Statement;
   readonly setQueue: Statement;
   readonly removeQueue: Statement;
   readonly listQueues: Statement;
@@ -53,6 +54,16 @@ function build(s: string, channel: string): LimitQueries {
      * 017): the same parameters and rows as claimKeyed, keyed and unkeyed jobs together.
      */
     claimLimited: statement(`SELECT * FROM ${s}.claim_limited($1::int, $2::text, $3::jsonb, $4::float8, $5::text, $6::text, $7::text[])`),
+
+    /*
+     * countRunning — jobs $1 (bigint[]) that worker $2's plain claims started before it heard
+     * that their queue has a limit now: they count against it from here on (setQueue marked
+     * the queue's running jobs as it ran; a claim that ran after it, before the worker heard,
+     * left its jobs unmarked). rows: none
+     */
+    countRunning: statement(`
+      UPDATE ${s}.jobs SET queue_running = queue
+      WHERE id = ANY($1::bigint[]) AND status = 'running' AND locked_by = $2 AND queue_running IS NULL`),
 
     /*
      * setQueue — $1 queue, $2 concurrency; tells the workers (the pause notice: they read

@@ -21,9 +21,9 @@ interface Buffered {
 /**
  * The jobs a producer claimed ahead (see prefetch.ts), oldest first, waiting for a free
  * handler slot; and their giving back, unstarted (released: the attempt is not spent),
- * when they waited past {@link maxBufferWaitMs}, when their queue or kind is paused, or at
- * shutdown. A job taken out of the buffer is forgotten by the {@link Claimer} unless it
- * goes to a handler slot.
+ * when they waited past {@link maxBufferWaitMs}, when their queue or kind is paused, when
+ * their queue gained a limit while their claim was out, or at shutdown. A job taken out of
+ * the buffer is forgotten by the {@link Claimer} unless it goes to a handler slot.
  */
 export class JobBuffer {
   readonly #entries: Buffered[] = [];
@@ -80,10 +80,13 @@ export class JobBuffer {
   /** Gives back the jobs whose queue or kind is paused now: they wait, ready, for the resume. */
   releasePaused(): void {
     if (this.#gate.open || this.#entries.length === 0) return;
-    const paused = this.#entries.filter((b) => this.#gate.paused(b.job.kind));
-    if (paused.length === 0) return;
-    this.#entries.splice(0, this.#entries.length, ...this.#entries.filter((b) => !this.#gate.paused(b.job.kind)));
-    this.#release(paused);
+    this.#releaseWhere((job) => this.#gate.paused(job.kind));
+  }
+
+  /** Gives back those of `jobs` that wait here. */
+  releaseJobs(jobs: readonly ClaimedJob[]): void {
+    const given = new Set(jobs);
+    this.#releaseWhere((job) => given.has(job));
   }
 
   /** Gives back every job (at shutdown); returns how many. */
@@ -91,6 +94,13 @@ export class JobBuffer {
     const unstarted = this.#entries.splice(0);
     this.#release(unstarted);
     return unstarted.length;
+  }
+
+  #releaseWhere(match: (job: ClaimedJob) => boolean): void {
+    const matched = this.#entries.filter((b) => match(b.job));
+    if (matched.length === 0) return;
+    this.#entries.splice(0, this.#entries.length, ...this.#entries.filter((b) => !match(b.job)));
+    this.#release(matched);
   }
 
   #release(entries: readonly Buffered[]): void {

@@ -112,6 +112,19 @@ export class KeyedClaim {
   }
 
   /**
+   * The queue gained a limit while `jobs` ran, started by plain claims: they count against
+   * it (see countRunning in src/sql/limits.ts), and their outcomes free a place as those of
+   * the jobs claimed here do.
+   */
+  async countRunning(jobs: readonly ClaimedJob[], worker: string): Promise<void> {
+    const plain = jobs.filter((job) => !this.#mine.has(job));
+    if (plain.length === 0) return;
+    for (const job of plain) this.#mine.add(job);
+    this.#held += plain.length;
+    await this.#driver.run(limitQueriesFor(this.#schema).countRunning, [plain.map((job) => job.id), worker]);
+  }
+
+  /**
    * Claims up to `slots` keyed jobs of `queue` and `kinds`, all started; decoded as the plain
    * claim's rows are. In a queue with a concurrency limit (`limited`), every job of the queue
    * is claimed here (claim_limited): like a keyed job, it must not wait in a buffer holding a

@@ -79,6 +79,9 @@ export class Producer {
   /** When the queue was last found empty (clock): see {@link quietSince}. */
   #restedAt: number;
   readonly #rested: () => void;
+  readonly #workerId: string;
+  /** Whether the queue had a limit at the last change of the pauses (see {@link pausesChanged}). */
+  #limited = false;
 
   constructor(parts: ProducerParts) {
     this.#settings = parts.settings;
@@ -91,6 +94,7 @@ export class Producer {
     this.#keyed = parts.keyed;
     this.#restedAt = parts.clock.now();
     this.#rested = parts.rested;
+    this.#workerId = parts.workerId;
     this.#claimer = new Claimer({ ...parts, floorLowered: () => this.nudge() });
     this.#buffer = new JobBuffer(this.#claimer, parts.completer, parts.gate, parts.clock);
     this.#rest = new Rest(parts.driver, parts.schema, parts.queue, parts.clock, parts.settings.pollIntervalMs);
@@ -221,9 +225,11 @@ export class Producer {
     this.#buffer.releasePaused();
   }
 
-  /** The pauses changed: gives back what is paused now, and looks for jobs (a resume may have freed some). */
+  /** The pauses or limits changed: gives back what is paused now, and looks for jobs (a resume may have freed some). */
   pausesChanged(): void {
     this.releasePaused();
+    if (this.#gate.limited && !this.#limited) this.#limitArrived();
+    this.#limited = this.#gate.limited;
     // A resumed kind's jobs wait below the claim floor (returned).
     this.nudge(true, true);
   }
@@ -246,6 +252,17 @@ export class Producer {
    */
   abortRunning(): number {
     return this.#running.releaseAll();
+  }
+
+  /**
+   * The queue gained a limit, which counts every running job of the queue: the buffered
+   * jobs go back for the limited claim, and the running ones that plain claims started
+   * (some perhaps after the limit was set) are counted against it. A plain claim still out
+   * gives its jobs back when it returns (see the claim loop).
+   */
+  #limitArrived(): void {
+    this.#buffer.releaseAll();
+    this.#keyed.countRunning([...this.#running.jobs()], this.#workerId).catch((error: unknown) => this.#emit({ type: "error", during: "claim", error }));
   }
 
   async #claimLoop(): Promise<void> {
@@ -281,6 +298,9 @@ export class Producer {
           if (!this.#claiming) break; // released by the worker's stop()
           // A pause that arrived while this claim was out: its jobs go back unstarted.
           if (!this.#gate.open) this.releasePaused();
+          // So do a plain claim's, when a limit arrived while it was out: the limited claim
+          // (which counts them against the limit) takes them again.
+          if (plain.length > 0 && this.#gate.limited) this.#buffer.releaseJobs(plain);
           this.#dispatch();
           // A short batch is not an empty queue: SKIP LOCKED passes over rows other
           // workers are claiming. Only an empty claim means wait for a notification.

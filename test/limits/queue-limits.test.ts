@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { Errand, ValidationError } from "../../src/index.js";
 import type { Driver, Statement } from "../../src/driver/types.js";
+import { queriesFor } from "../../src/sql/jobs.js";
+import { limitQueriesFor } from "../../src/sql/limits.js";
 import { eventually, useTestErrand } from "../support/db.js";
 
 const t = useTestErrand();
@@ -86,6 +88,90 @@ describe("a global concurrency limit per queue", () => {
       await eventually(async () => (await statuses()).every((r) => r.status === "done"), 30_000, "every job done");
       expect(send.most()).toBeGreaterThan(2);
     } finally {
+      await worker.stop();
+    }
+  });
+
+  it("a plain claim out when the limit lands gives its jobs back unspent, for the limited claim", async () => {
+    const { claim, claimFrom } = queriesFor(t.schema);
+    let limitsRead: boolean | undefined;
+    let held: Promise<void> | undefined;
+    let claimHeld!: () => void;
+    const driver: Driver = {
+      ...t.errand.driver,
+      run: async <Row>(statement: Statement, params: readonly unknown[]) => {
+        // The plain claim waits (as behind a busy pool) until the test lets it run.
+        if (held && (statement === claim || statement === claimFrom)) {
+          claimHeld();
+          await held;
+        }
+        const result = await t.errand.driver.run<Row>(statement, params);
+        if (statement.text.includes("'limit'")) limitsRead = result.rows.some((row) => (row as { scope: string }).scope === "limit");
+        return result;
+      },
+      close: async () => {},
+    };
+    const send = counted(20);
+    const worker = Errand.fromDriver(driver, { schema: t.schema }).worker({ queues: { email: 6 }, rescueIntervalMs: 0, handlers: { send: send.handler } });
+    await worker.start();
+    try {
+      await eventually(() => limitsRead === false, 10_000, "the worker read no limit");
+      let release!: () => void;
+      held = new Promise<void>((resolve) => (release = resolve));
+      const claimOut = new Promise<void>((resolve) => (claimHeld = resolve));
+      await t.errand.enqueue("send", {}, { queue: "email" });
+      await claimOut;
+      await t.errand.limits.setQueue("email", { concurrency: 2 });
+      await eventually(() => limitsRead === true, 10_000, "the worker read the limit");
+      await t.errand.enqueueMany(Array.from({ length: 11 }, () => ({ kind: "send", queue: "email" })));
+      held = undefined;
+      release();
+      await eventually(async () => (await statuses()).every((r) => r.status === "done"), 30_000, "every job done");
+    } finally {
+      await worker.stop();
+    }
+    expect(send.most()).toBe(2);
+    expect((await statuses()).map((r) => r.attempts)).toEqual(Array.from({ length: 12 }, () => 1));
+  });
+
+  it("jobs a plain claim started after the limit was set, before the worker heard, count against it", async () => {
+    const { claimLimited } = limitQueriesFor(t.schema);
+    let heard: Promise<void> | undefined;
+    /** Rows of each limited claim, in order. */
+    const limitedClaims: number[] = [];
+    const driver: Driver = {
+      ...t.errand.driver,
+      run: async <Row>(statement: Statement, params: readonly unknown[]) => {
+        // The worker's read of its queues' limits waits (as behind a lost notice) until the test lets it run.
+        if (heard && statement.text.includes("'limit'")) await heard;
+        const result = await t.errand.driver.run<Row>(statement, params);
+        if (statement === claimLimited) limitedClaims.push(result.rows.filter((row) => (row as { id: unknown }).id !== null).length);
+        return result;
+      },
+      close: async () => {},
+    };
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const worker = Errand.fromDriver(driver, { schema: t.schema }).worker({ queues: { email: 6 }, rescueIntervalMs: 0, handlers: { send: () => gate } });
+    await worker.start();
+    try {
+      let hear!: () => void;
+      heard = new Promise<void>((resolve) => (hear = resolve));
+      await t.errand.limits.setQueue("email", { concurrency: 2 });
+      await t.errand.enqueueMany(Array.from({ length: 4 }, () => ({ kind: "send", queue: "email" })));
+      await eventually(async () => (await statuses()).every((r) => r.status === "running"), 10_000, "four running, claimed plain");
+      expect(await t.errand.limits.listQueues()).toEqual([{ queue: "email", concurrency: 2, running: 0 }]);
+      heard = undefined;
+      hear();
+      await eventually(async () => (await t.errand.limits.listQueues())[0]?.running === 4, 10_000, "the four counted");
+      await t.errand.enqueueMany(Array.from({ length: 2 }, () => ({ kind: "send", queue: "email" })));
+      // A limited claim that began after these were enqueued finds no place for them.
+      const claimsBefore = limitedClaims.length;
+      await eventually(() => limitedClaims.length > claimsBefore + 1, 10_000, "two limited claims since");
+      expect(limitedClaims.slice(claimsBefore)).toEqual(limitedClaims.slice(claimsBefore).map(() => 0));
+      expect((await statuses()).map((r) => r.status)).toEqual(["running", "running", "running", "running", "ready", "ready"]);
+    } finally {
+      open();
       await worker.stop();
     }
   });
