@@ -150,6 +150,21 @@ it("an enqueue of jobs given a run_at in the past also sends the earliest, in mi
 });
 
 
+it("beside another enqueue in flight, an enqueue of a job given a run_at in the past sends that run_at after its commit", async () => {
+  const payloads: string[] = [];
+  const unlisten = await listenAsWaitingWorker(t, (payload) => payloads.push(payload ?? ""));
+  try {
+    const [earliest, later] = [new Date(Date.now() - 60_000), new Date(Date.now() - 1_000)];
+    const us = (d: Date) => String(d.getTime() * 1000);
+    // The first enqueue finds none out (its statement sends its notices); the second goes beside it.
+    await Promise.all([t.errand.enqueue("a", {}, { runAt: earliest }), t.errand.enqueue("a", {}, { runAt: later })]);
+    await eventually(() => payloads.includes(us(earliest)) && payloads.includes(us(later)), 5_000, "both run_ats");
+  } finally {
+    await unlisten();
+  }
+});
+
+
 /** t.errand's driver, calling `each` before every statement it runs, with the number of its session (from 1) if on one. */
 function recordingDriver(each: (statement: Statement, params: readonly unknown[], session?: number) => Promise<void> | void): Driver {
   let sessions = 0;
