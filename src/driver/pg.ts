@@ -5,7 +5,26 @@ import type { Driver, QueryResult, Queryable, Session, Statement, Transaction } 
 export interface PgDriverOptions {
   /** Called when an idle connection fails (the server restarted, the network dropped). */
   readonly onError?: (error: Error) => void;
+  /** How long a pooled connection keeps its statements' plans (see {@link planLifetimeMs}); for tests. */
+  readonly planLifetimeMs?: number;
 }
+
+/**
+ * How long a pooled connection keeps its prepared statements' plans. PostgreSQL makes a
+ * statement's generic plan once, for the table as it is then, and keeps it until something
+ * invalidates it (autovacuum's ANALYZE does, where autovacuum runs): one made while the jobs
+ * table had a few pages reads the whole table for rows it could fetch by id, and a worker
+ * warmed on an empty queue then ran a backlog of 100,000 jobs at a twelfth of its speed
+ * (bench/README.md, round of 2026-12-06, early morning). A connection taken from the pool
+ * this long after its plans were made, or after {@link Driver.refreshPlans} (which the
+ * worker calls when a backlog follows an empty queue, at most every
+ * {@link minPlanRefreshMs}), discards them first (DISCARD PLANS keeps the statements):
+ * they are made again for the tables as they are now, a few milliseconds of planning per
+ * connection each time.
+ */
+export const planLifetimeMs = 60_000;
+/** The least time between two {@link Driver.refreshPlans} that take effect. */
+export const minPlanRefreshMs = 5_000;
 
 /**
  * A driver over a `pg` Pool. errand's hot statements are sent as named (prepared)
@@ -26,6 +45,19 @@ export function pgDriver(pool: pg.Pool, ownsPool = false, options: PgDriverOptio
   const onError = options.onError ?? (() => {});
   // Without a listener, an idle client's error would crash the process.
   pool.on("error", onError);
+  const planLifetime = options.planLifetimeMs ?? planLifetimeMs;
+  const plannedAt = new WeakMap<pg.PoolClient, number>();
+  /** When plans made before it were last declared stale (refreshPlans). */
+  let staleBefore = -Infinity;
+  const discardStalePlans = (client: pg.PoolClient): void => {
+    const now = performance.now();
+    const since = plannedAt.get(client);
+    if (since !== undefined && now - since < planLifetime && since >= staleBefore) return;
+    plannedAt.set(client, now);
+    // Emitted before the connection is handed out: this goes ahead of the statement it was taken for.
+    if (since !== undefined) client.query("DISCARD PLANS").catch(() => {});
+  };
+  pool.on("acquire", discardStalePlans);
   const listeners = new Set<Listening>();
 
   return {
@@ -49,6 +81,10 @@ export function pgDriver(pool: pg.Pool, ownsPool = false, options: PgDriverOptio
         }
       });
     },
+    refreshPlans() {
+      const now = performance.now();
+      if (now - staleBefore >= minPlanRefreshMs) staleBefore = now;
+    },
     async listen(channel, onNotify, onReconnect) {
       const listening = await listenWithReconnect(pool.options, channel, onNotify, onReconnect ?? (() => {}), onError);
       listeners.add(listening);
@@ -61,6 +97,7 @@ export function pgDriver(pool: pg.Pool, ownsPool = false, options: PgDriverOptio
       await Promise.all([...listeners].map((listening) => listening.stop()));
       listeners.clear();
       pool.off("error", onError);
+      pool.off("acquire", discardStalePlans);
       if (ownsPool) await pool.end();
     },
   };

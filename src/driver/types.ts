@@ -64,6 +64,12 @@ export interface Driver {
    * restored (notifications may have been missed). Resolves to a function that stops listening.
    */
   listen(channel: string, onNotify: (payload?: string) => void, onReconnect?: () => void): Promise<() => Promise<void>>;
+  /**
+   * The tables may have grown a lot since the prepared statements' plans were made (a
+   * backlog came to a worker whose queue was empty): a driver that prepares statements
+   * has each connection make its plans again before its next statement.
+   */
+  refreshPlans?(): void;
   /** Closes what the driver opened (not connections the caller passed in). */
   close(): Promise<void>;
 }

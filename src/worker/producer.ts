@@ -80,6 +80,9 @@ export class Producer {
   #restedAt: number;
   readonly #rested: () => void;
   readonly #workerId: string;
+  readonly #driver: Driver;
+  /** The queue was found empty, and no claim since has come back full (see {@link Driver.refreshPlans}). */
+  #emptied = false;
   /** Whether the queue had a limit at the last change of the pauses (see {@link pausesChanged}). */
   #limited = false;
 
@@ -95,6 +98,7 @@ export class Producer {
     this.#restedAt = parts.clock.now();
     this.#rested = parts.rested;
     this.#workerId = parts.workerId;
+    this.#driver = parts.driver;
     this.#claimer = new Claimer({ ...parts, floorLowered: () => this.nudge() });
     this.#buffer = new JobBuffer(this.#claimer, parts.completer, parts.gate, parts.clock);
     this.#rest = new Rest(parts.driver, parts.schema, parts.queue, parts.clock, parts.settings.pollIntervalMs);
@@ -293,6 +297,12 @@ export class Producer {
           const plain = plainLooked ? await this.#claimer.claim(plainLimit, startNow) : [];
           const jobs = keyed.length === 0 ? plain : keyed.concat(plain);
           this.#claimFailures = 0;
+          // A backlog where the queue was empty: the statements' plans may have been made
+          // for a table of a few pages, and read it whole now (see planLifetimeMs in src/driver/pg.ts).
+          if (this.#emptied && plainLooked && plain.length === plainLimit) {
+            this.#emptied = false;
+            this.#driver.refreshPlans?.();
+          }
           claimedSinceWait += jobs.length;
           this.#buffer.push(jobs, this.#clock.now());
           if (!this.#claiming) break; // released by the worker's stop()
@@ -314,6 +324,7 @@ export class Producer {
           // nothing out: it waits for a slot below.
           if (this.#nudges === nudges && (keyedLooked || plainLooked)) {
             this.#queueMayHaveJobs = false;
+            this.#emptied = true;
             this.#restedAt = this.#clock.now();
             this.#rested();
             this.#rest.emptied(claimedSinceWait > 0);
