@@ -21,6 +21,24 @@ function counted(ms: number) {
   return { handler, most: () => most };
 }
 
+/** t.errand's driver, awaiting `before` ahead of each statement and giving each result's rows to `after`. */
+function watched(before: (statement: Statement) => Promise<void> | void, after: (statement: Statement, rows: readonly unknown[]) => void): Driver {
+  return {
+    ...t.errand.driver,
+    run: async <Row>(statement: Statement, params: readonly unknown[]) => {
+      await before(statement);
+      const result = await t.errand.driver.run<Row>(statement, params);
+      after(statement, result.rows);
+      return result;
+    },
+    close: async () => {},
+  };
+}
+
+/** For the worker's read of its queues' pauses and limits (the read it makes on the notice): whether it found a limit; else undefined. */
+const limitIn = (statement: Statement, rows: readonly unknown[]): boolean | undefined =>
+  statement.text.includes("'limit'") ? rows.some((row) => (row as { scope: string }).scope === "limit") : undefined;
+
 describe("a global concurrency limit per queue", () => {
   it("holds across workers, counts keyed and unkeyed jobs together, and loses nothing", async () => {
     await t.errand.limits.setQueue("email", { concurrency: 3 });
@@ -61,17 +79,8 @@ describe("a global concurrency limit per queue", () => {
   });
 
   it("a running worker learns a new limit, and its removal", async () => {
-    // What the worker read last about its queues' limits (the read it makes on the notice).
     let limitsRead: boolean | undefined;
-    const driver: Driver = {
-      ...t.errand.driver,
-      run: async <Row>(statement: Statement, params: readonly unknown[]) => {
-        const result = await t.errand.driver.run<Row>(statement, params);
-        if (statement.text.includes("'limit'")) limitsRead = result.rows.some((row) => (row as { scope: string }).scope === "limit");
-        return result;
-      },
-      close: async () => {},
-    };
+    const driver = watched(() => {}, (statement, rows) => (limitsRead = limitIn(statement, rows) ?? limitsRead));
     const send = counted(20);
     const worker = Errand.fromDriver(driver, { schema: t.schema }).worker({ queues: { email: 6 }, rescueIntervalMs: 0, handlers: { send: send.handler } });
     await worker.start();
@@ -97,20 +106,16 @@ describe("a global concurrency limit per queue", () => {
     let limitsRead: boolean | undefined;
     let held: Promise<void> | undefined;
     let claimHeld!: () => void;
-    const driver: Driver = {
-      ...t.errand.driver,
-      run: async <Row>(statement: Statement, params: readonly unknown[]) => {
+    const driver = watched(
+      async (statement) => {
         // The plain claim waits (as behind a busy pool) until the test lets it run.
         if (held && (statement === claim || statement === claimFrom)) {
           claimHeld();
           await held;
         }
-        const result = await t.errand.driver.run<Row>(statement, params);
-        if (statement.text.includes("'limit'")) limitsRead = result.rows.some((row) => (row as { scope: string }).scope === "limit");
-        return result;
       },
-      close: async () => {},
-    };
+      (statement, rows) => (limitsRead = limitIn(statement, rows) ?? limitsRead),
+    );
     const send = counted(20);
     const worker = Errand.fromDriver(driver, { schema: t.schema }).worker({ queues: { email: 6 }, rescueIntervalMs: 0, handlers: { send: send.handler } });
     await worker.start();
@@ -139,17 +144,15 @@ describe("a global concurrency limit per queue", () => {
     let heard: Promise<void> | undefined;
     /** Rows of each limited claim, in order. */
     const limitedClaims: number[] = [];
-    const driver: Driver = {
-      ...t.errand.driver,
-      run: async <Row>(statement: Statement, params: readonly unknown[]) => {
+    const driver = watched(
+      async (statement) => {
         // The worker's read of its queues' limits waits (as behind a lost notice) until the test lets it run.
         if (heard && statement.text.includes("'limit'")) await heard;
-        const result = await t.errand.driver.run<Row>(statement, params);
-        if (statement === claimLimited) limitedClaims.push(result.rows.filter((row) => (row as { id: unknown }).id !== null).length);
-        return result;
       },
-      close: async () => {},
-    };
+      (statement, rows) => {
+        if (statement === claimLimited) limitedClaims.push(rows.filter((row) => (row as { id: unknown }).id !== null).length);
+      },
+    );
     let open!: () => void;
     const gate = new Promise<void>((resolve) => (open = resolve));
     const worker = Errand.fromDriver(driver, { schema: t.schema }).worker({ queues: { email: 6 }, rescueIntervalMs: 0, handlers: { send: () => gate } });
