@@ -289,6 +289,7 @@ export class Producer {
           // Keyed jobs (concurrency keys) first, for free slots only: see keyed-claim.ts.
           const keyedLooked = keyedDue && startNow > 0;
           const keyed = keyedDue ? await this.#claimer.claimKeyed(startNow) : [];
+          const keyedFull = keyedLooked && keyed.length === startNow;
           startNow -= keyed.length;
           // While keyed jobs may be waiting, claim no plain jobs ahead: a full buffer would keep them from the slots.
           // A queue with a limit claims all its jobs through the keyed path (claim_limited).
@@ -297,9 +298,10 @@ export class Producer {
           const plain = plainLooked ? await this.#claimer.claim(plainLimit, startNow) : [];
           const jobs = keyed.length === 0 ? plain : keyed.concat(plain);
           this.#claimFailures = 0;
-          // A backlog where the queue was empty: the statements' plans may have been made
-          // for a table of a few pages, and read it whole now (see planLifetimeMs in src/driver/pg.ts).
-          if (this.#emptied && plainLooked && plain.length === plainLimit) {
+          // A backlog where the queue was empty: the statements' plans (the keyed claim
+          // functions' too) may have been made for a table of a few pages, and read it whole
+          // now (see planLifetimeMs in src/driver/pg.ts).
+          if (this.#emptied && (keyedFull || (plainLooked && plain.length === plainLimit))) {
             this.#emptied = false;
             this.#driver.refreshPlans?.();
           }

@@ -5,7 +5,12 @@ import { eventually, useTestErrand } from "../support/db.js";
 
 const t = useTestErrand();
 
-it("asks the driver to make its plans again when a backlog follows an empty queue, once", async () => {
+/**
+ * A worker whose driver counts the refreshPlans calls: one job first (its claim comes back
+ * short), then a backlog of `backlog` jobs (full claims); `options` gives each job's (the
+ * first job's index is -1). Returns the calls after the one job and after the backlog.
+ */
+async function refreshesFor(options: (i: number) => { readonly concurrencyKey?: string }, backlog: number): Promise<[number, number]> {
   // The statements' plans were made while the queue was empty (see planLifetimeMs in src/driver/pg.ts).
   let refreshes = 0;
   const driver: Driver = { ...t.errand.driver, refreshPlans: () => void refreshes++, close: async () => {} };
@@ -15,15 +20,25 @@ it("asks the driver to make its plans again when a backlog follows an empty queu
     await eventually(async () => (await t.sql<{ n: number }>(`SELECT count(*)::int AS n FROM ${t.schema}.all_jobs WHERE status = 'done'`))[0]!.n === count, 30_000, `${count} jobs done`);
   };
   await worker.start();
+  let afterOne: number;
   try {
-    await t.errand.enqueue("k", {}); // one job: its claim comes back short
+    await t.errand.enqueue("k", {}, options(-1));
     await done(1);
-    expect(refreshes).toBe(0);
-    await t.errand.enqueueMany(Array.from({ length: 200 }, () => ({ kind: "k", payload: {} })));
-    await done(201);
-    expect(refreshes).toBe(1); // not again for each full claim of the backlog
+    afterOne = refreshes;
+    await t.errand.enqueueMany(Array.from({ length: backlog }, (_, i) => ({ kind: "k", payload: {}, ...options(i) })));
+    await done(backlog + 1);
   } finally {
     await worker.stop();
   }
-  expect(ran).toBe(201);
+  expect(ran).toBe(backlog + 1);
+  return [afterOne, refreshes];
+}
+
+it("asks the driver to make its plans again when a backlog follows an empty queue, once", async () => {
+  // Not again for each full claim of the backlog.
+  expect(await refreshesFor(() => ({}), 200)).toEqual([0, 1]);
+});
+
+it("does so for a backlog of keyed jobs, whose claim fills the free slots", async () => {
+  expect(await refreshesFor((i) => ({ concurrencyKey: `key${i % 20}` }), 200)).toEqual([0, 1]);
 });
