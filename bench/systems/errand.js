@@ -12,7 +12,7 @@ export const settings = {
   default: JSON.parse(process.env.BENCH_ERRAND_DEFAULT ?? "{}"),
   // bench/tune.js passes the settings to try through the mode name: "json:{…}".
   ...Object.fromEntries((process.env.BENCH_ERRAND_VARIANTS ?? "").split("\n").filter(Boolean).map((v) => [`json:${v}`, JSON.parse(v)])),
-  best: JSON.parse(process.env.BENCH_ERRAND_BEST ?? '{"concurrency":100,"prefetch":2000}'),
+  best: JSON.parse(process.env.BENCH_ERRAND_BEST ?? '{"concurrency":100,"prefetch":4000}'),
   latency: {},
   // The features' cost per job (scenarios feat_*): defaults, another handler.
   result: {},
