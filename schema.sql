@@ -659,7 +659,8 @@ CREATE TABLE errand.workers (
     kinds text[] NOT NULL,
     started_at timestamp with time zone DEFAULT now() NOT NULL,
     seen_at timestamp with time zone DEFAULT now() NOT NULL,
-    waiting boolean DEFAULT true NOT NULL
+    waiting boolean DEFAULT true NOT NULL,
+    early_release boolean DEFAULT false NOT NULL
 );
 
 ALTER TABLE ONLY errand.alert_incidents

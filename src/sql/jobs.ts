@@ -1,5 +1,6 @@
 import type { Statement } from "../driver/types.js";
 import { cancelNotice, channelFor, memoisePerSchema, qualified, returnedNotice, statement, waitChannelFor } from "./statement.js";
+import { workerStaleSeconds } from "./workers.js";
 
 /** Every statement errand runs, for one schema. Built once per client. */
 export interface Queries {
@@ -588,15 +589,26 @@ function build(s: string, channel: string, waitChannel: string): Queries {
      * them through the two open indexes, plain and keyed, one subquery each: asked for
      * `outcome IS NULL` alone, which neither index's predicate covers, the planner read the
      * whole table (a 10,000,000-row history: 380,000 pages, 770 ms per sweep).
+     * Early release (migration 031): a worker whose row allows it and has not been written for
+     * ${workerStaleSeconds} s (stale, locked here so that its writes wait for this statement) has its
+     * reserved jobs (started_at NULL) returned before their lease ends, found through its lease
+     * records (taken too, and recorded again as kept); its row's started_at moves to now, so
+     * that its next write, should it be alive, finds the row born again and gives back what it
+     * had reserved (src/worker/presence.ts: it starts none once its row may be that old). The
+     * row stays stale: a later run returns what this one's limit left.
      * rows: id, status
      */
     rescue: statement(
       counted(
         s,
         waitChannel,
-        `due AS (
+        `stale AS MATERIALIZED (
+        SELECT w.id FROM ${s}.workers w WHERE w.early_release AND w.seen_at < now() - interval '${workerStaleSeconds} seconds'
+        FOR UPDATE SKIP LOCKED
+      ), due AS (
         DELETE FROM ${s}.leases l
-        WHERE l.id = ANY(ARRAY(SELECT id FROM ${s}.leases WHERE locked_until < now() ORDER BY locked_until LIMIT $2 FOR UPDATE SKIP LOCKED))
+        WHERE l.id = ANY(ARRAY(SELECT id FROM ${s}.leases WHERE locked_until < now() ORDER BY locked_until LIMIT $2 FOR UPDATE SKIP LOCKED)
+                         || ARRAY(SELECT id FROM ${s}.leases WHERE EXISTS (SELECT FROM stale) AND worker = ANY(ARRAY(SELECT id FROM stale))))
         RETURNING l.ids
       ), candidates AS (
         SELECT unnest(ids) AS id FROM due
@@ -606,7 +618,8 @@ function build(s: string, channel: string, waitChannel: string): Queries {
         SELECT id FROM ${jobs} WHERE $3::boolean AND outcome IS NULL AND concurrency_key IS NOT NULL AND status = 'running'
       ), expired AS (
         SELECT id FROM ${jobs}
-        WHERE id IN (SELECT id FROM candidates) AND status = 'running' AND (locked_until IS NULL OR locked_until < now())
+        WHERE id IN (SELECT id FROM candidates) AND status = 'running'
+          AND (locked_until IS NULL OR locked_until < now() OR (started_at IS NULL AND locked_by = ANY(ARRAY(SELECT id FROM stale))))
         ORDER BY locked_until NULLS FIRST
         LIMIT $1
         FOR UPDATE SKIP LOCKED
@@ -616,15 +629,22 @@ function build(s: string, channel: string, waitChannel: string): Queries {
         WHERE j.id IN (SELECT id FROM candidates) AND j.id NOT IN (SELECT id FROM expired) AND j.status = 'running' AND j.locked_until IS NOT NULL
         GROUP BY j.locked_by
       ), held AS MATERIALIZED (
-        SELECT j.id, j.attempts, j.max_attempts, coalesce(j.locked_by, '?') AS worker,
+        SELECT j.id, j.attempts, j.max_attempts, coalesce(j.locked_by, '?') AS worker, j.locked_until >= now() AS early,
                j.started_at IS NULL
                  AND (SELECT count(*) FROM jsonb_array_elements(CASE WHEN jsonb_typeof(j.errors) = 'array' THEN j.errors ELSE '[]' END) e
                       WHERE e ->> 'started' = 'false') < ${maxUnstartedRefunds} AS refund,
                j.attempts + (j.started_at IS NULL)::int AS attempt
         FROM ${jobs} j JOIN expired USING (id)
+      ), reborn AS (
+        UPDATE ${s}.workers w SET started_at = now() WHERE w.id = ANY(ARRAY(SELECT worker FROM held WHERE early))
       ), described AS (
         SELECT id, refund, attempt, NOT refund AND attempt >= max_attempts AS last,
-               CASE WHEN refund
+               CASE WHEN early AND refund
+                    THEN format('worker %s held the job reserved and showed no sign of life for ${workerStaleSeconds} s; attempt %s of %s not spent',
+                                worker, attempt, max_attempts)
+                    WHEN early
+                    THEN format('worker %s showed no sign of life for ${workerStaleSeconds} s on attempt %s of %s', worker, attempt, max_attempts)
+                    WHEN refund
                     THEN format('lease expired before the job started (worker %s held it); attempt %s of %s not spent',
                                 worker, attempt, max_attempts)
                     ELSE format('lease expired on attempt %s of %s (worker %s died or overran its lease)', attempt, max_attempts, worker)

@@ -16,6 +16,16 @@ export const workerStaleSeconds = 60;
  */
 const nearlyStaleSeconds = workerStaleSeconds - 10;
 
+/**
+ * How long after sending a write of its row that found the row as it left it a worker may
+ * start a job it holds reserved (see presence.ts): short of {@link workerStaleSeconds},
+ * after which the rescuer may return those jobs (migration 031, `rescue` in src/sql/jobs.ts).
+ */
+export const reservedTrustMs = nearlyStaleSeconds * 1000;
+
+/** The row's birth (started_at, epoch microseconds as text): a row deleted and written again is born later. */
+const born = "(extract(epoch FROM started_at) * 1000000)::bigint::text AS born";
+
 /** The statements of the live-worker registry (`<schema>.workers`). */
 export interface WorkerQueries {
   readonly present: Statement;
@@ -35,14 +45,16 @@ function build(s: string): WorkerQueries {
      * present — worker $1 serves queues $2 and kinds $3: inserts or refreshes its row, and
      * deletes rows not seen for a day (dead workers'). one row: revived, true when the row
      * says the worker waits and, before this, was missing or (nearly) too old to count for
-     * the insert trigger: inserts may have gone unannounced meanwhile.
+     * the insert trigger: inserts may have gone unannounced meanwhile; and born (see
+     * WorkerPresence: a row born later than the one the worker wrote before was deleted by a
+     * rescuer that returned its reserved jobs). The row allows that early release (migration 031).
      */
     present: statement(`
       WITH gone AS (DELETE FROM ${s}.workers WHERE seen_at < now() - interval '1 day' AND id <> $1::text),
            before AS (SELECT seen_at FROM ${s}.workers WHERE id = $1::text)
-      INSERT INTO ${s}.workers (id, queues, kinds) VALUES ($1::text, $2::text[], $3::text[])
-      ON CONFLICT (id) DO UPDATE SET queues = EXCLUDED.queues, kinds = EXCLUDED.kinds, seen_at = now()
-      RETURNING waiting AND coalesce((SELECT seen_at FROM before) <= now() - interval '${nearlyStaleSeconds} seconds', true) AS revived`, true),
+      INSERT INTO ${s}.workers (id, queues, kinds, early_release) VALUES ($1::text, $2::text[], $3::text[], true)
+      ON CONFLICT (id) DO UPDATE SET queues = EXCLUDED.queues, kinds = EXCLUDED.kinds, seen_at = now(), early_release = true
+      RETURNING waiting AND coalesce((SELECT seen_at FROM before) <= now() - interval '${nearlyStaleSeconds} seconds', true) AS revived, ${born}`, true),
 
     /* leave — worker $1 stopped. rows: none */
     leave: statement(`DELETE FROM ${s}.workers WHERE id = $1::text`),
@@ -50,11 +62,12 @@ function build(s: string): WorkerQueries {
     /*
      * waiting — worker $1 (serving queues $2 and kinds $3) waits for the insert trigger's
      * notices ($4 true) or not (migration 025, src/worker/waiting.ts); inserts its row if
-     * it is missing. A column no index holds: written in place. rows: none
+     * it is missing. A column no index holds: written in place. one row: born (as present's)
      */
     waiting: statement(`
-      INSERT INTO ${s}.workers (id, queues, kinds, waiting) VALUES ($1::text, $2::text[], $3::text[], $4::boolean)
-      ON CONFLICT (id) DO UPDATE SET waiting = EXCLUDED.waiting, seen_at = now()`, true),
+      INSERT INTO ${s}.workers (id, queues, kinds, waiting, early_release) VALUES ($1::text, $2::text[], $3::text[], $4::boolean, true)
+      ON CONFLICT (id) DO UPDATE SET waiting = EXCLUDED.waiting, seen_at = now()
+      RETURNING ${born}`, true),
 
     /*
      * inFlight — the transactions in flight now that have drawn a job id (an insert into the

@@ -49,6 +49,11 @@ export class JobBuffer {
     for (const job of jobs) this.#entries.push({ job, since });
   }
 
+  /** The oldest job, left in. */
+  peek(): ClaimedJob | undefined {
+    return this.#entries[0]?.job;
+  }
+
   /** Takes out the oldest job, for a free handler slot. */
   shift(): ClaimedJob | undefined {
     return this.#entries.shift()?.job;

@@ -236,6 +236,11 @@ export class Claimer {
     return undecodable;
   }
 
+  /** Whether the claim only reserved the job (its start is still to be recorded once its handler starts). */
+  isReserved(job: ClaimedJob): boolean {
+    return this.#reserved.has(job);
+  }
+
   /** As a claimed job's handler starts: whether the claim only reserved it (its start is still to be recorded). */
   takeReserved(job: ClaimedJob): boolean {
     return this.#reserved.delete(job);

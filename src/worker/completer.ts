@@ -49,6 +49,12 @@ export class Completer {
   #pending: Pending[] = [];
   /** Reserved jobs whose handlers started (when, on the clock) and whose outcome is not known yet. */
   readonly #starts = new Map<ClaimedJob, number>();
+  /**
+   * Reserved jobs whose handlers started, whose start no write has recorded yet and whose
+   * outcome is not queued: to the database (and to a rescuer, should the worker's row go
+   * stale) they are still only reserved. See {@link unconfirmedStarts}.
+   */
+  readonly #unconfirmed = new Set<ClaimedJob>();
   #flushing: Promise<void> | undefined;
   readonly #writtenListeners: ((items: readonly Pending[]) => void)[] = [];
   #timer: NodeJS.Timeout | undefined;
@@ -88,6 +94,7 @@ export class Completer {
    */
   started(job: ClaimedJob): void {
     this.#starts.set(job, this.#clock.now());
+    this.#unconfirmed.add(job);
     this.#schedule(this.#failures === 0 ? this.#flushDelayMs : Math.min(5_000, 100 * 2 ** this.#failures));
   }
 
@@ -101,9 +108,19 @@ export class Completer {
     return this.#inTransaction.has(job);
   }
 
-  /** Forgets a job's unwritten start: the job is no longer this worker's. */
+  /** Forgets a job's unwritten start: the job is no longer this worker's, or its handler was told to stop. */
   forget(job: ClaimedJob): void {
     this.#starts.delete(job);
+    this.#unconfirmed.delete(job);
+  }
+
+  /**
+   * The jobs that started from the buffer and still run while the database holds them as
+   * only reserved (their start not yet written): the ones a rescuer could return, should the
+   * worker's row go stale (see presence.ts), while their handlers run on.
+   */
+  unconfirmedStarts(): ClaimedJob[] {
+    return [...this.#unconfirmed];
   }
 
   /**
@@ -117,6 +134,7 @@ export class Completer {
   /** Queues an outcome; it is written within a few milliseconds. */
   add(job: ClaimedJob, outcome: Exclude<Written, { type: "started" }>): void {
     this.#starts.delete(job);
+    this.#unconfirmed.delete(job);
     this.#pending.push({ job, outcome });
     this.#schedule(this.#failures === 0 ? this.#flushDelayMs : Math.min(5_000, 100 * 2 ** this.#failures));
   }
@@ -224,7 +242,10 @@ export class Completer {
   async #writeGroup(type: WriteType, items: Pending[]): Promise<GroupResult> {
     try {
       const { rows } = await this.#statement(type, items);
-      if (type === "started") return { unwritten: [], lost: [] };
+      if (type === "started") {
+        for (const item of items) this.#unconfirmed.delete(item.job);
+        return { unwritten: [], lost: [] };
+      }
       const written = new Set(rows.map((row) => String(row.id)));
       return { unwritten: [], lost: items.filter((item) => !written.has(item.job.id) && !this.#inTransaction.has(item.job)).map((item) => item.job.id) };
     } catch (error) {

@@ -1,6 +1,6 @@
 import type { Clock } from "../clock.js";
 import type { Driver, QueryResult, Statement } from "../driver/types.js";
-import { workerQueriesFor } from "../sql/workers.js";
+import { reservedTrustMs, workerQueriesFor } from "../sql/workers.js";
 
 /** How often a running worker refreshes its row in the registry (well within its staleness). */
 const refreshMs = 15_000;
@@ -15,6 +15,14 @@ const refreshMs = 15_000;
  * Once the worker leaves, no write of it lands after the delete: a refresh or a change of
  * "waiting" still in flight then (from a timer that fired as the worker stopped) would
  * otherwise put the row back, counted as a live worker for that minute.
+ *
+ * The row is also what lets the rescuer return this worker's reserved jobs (claimed ahead,
+ * never started) before their lease ends, should the worker die: once the row is 60 s old,
+ * the rescuer returns them and moves the row's birth (started_at) to its now (migration 031).
+ * So the worker starts a reserved job only while {@link trusts} says so: within
+ * {@link reservedTrustMs} (50 s) of sending a write that found the row born when it was
+ * before. A write that finds the row born again (or deleted and written again) calls
+ * {@link onRecreated}: the worker gives back what it had reserved.
  */
 export class WorkerPresence {
   readonly #driver: Driver;
@@ -27,6 +35,12 @@ export class WorkerPresence {
   /** Writes in flight, settled or not: {@link WorkerPresence.leave} waits for them. */
   readonly #writes = new Set<Promise<void>>();
   #left = false;
+  /** The row's birth (epoch µs) as this worker's writes last found it; undefined before the first. */
+  #born: bigint | undefined;
+  /** When the latest write that found the row {@link #born} was sent (clock). */
+  #confirmedAt = -Infinity;
+  /** Called when a write finds the row born again: its reserved jobs may have been returned. */
+  onRecreated: () => void = () => {};
 
   constructor(driver: Driver, schema: string, id: string, queues: readonly string[], kinds: readonly string[], clock: Clock) {
     this.#driver = driver;
@@ -45,15 +59,43 @@ export class WorkerPresence {
    */
   async refresh(): Promise<boolean> {
     if (this.#left || this.#clock.now() - this.#lastAt < refreshMs) return false;
-    this.#lastAt = this.#clock.now();
-    const { rows } = await this.#write<{ revived: boolean }>(workerQueriesFor(this.#schema).present, [this.#id, this.#queues, this.#kinds]);
+    const sentAt = (this.#lastAt = this.#clock.now());
+    const { rows } = await this.#write<{ revived: boolean; born: string }>(workerQueriesFor(this.#schema).present, [this.#id, this.#queues, this.#kinds]);
+    this.#found(rows[0]?.born, sentAt);
     return rows[0]?.revived === true;
   }
 
   /** Says in the row whether the worker waits for notices (inserting it if it is missing). Rejects when the write fails. */
   async wait(waiting: boolean): Promise<void> {
     if (this.#left) return;
-    await this.#write(workerQueriesFor(this.#schema).waiting, [this.#id, this.#queues, this.#kinds, waiting]);
+    const sentAt = this.#clock.now();
+    const { rows } = await this.#write<{ born: string }>(workerQueriesFor(this.#schema).waiting, [this.#id, this.#queues, this.#kinds, waiting]);
+    this.#found(rows[0]?.born, sentAt);
+  }
+
+  /**
+   * Whether the worker may start a reserved job at `at` (clock): a write sent less than
+   * {@link reservedTrustMs} before found its row as it left it, so the row cannot have been
+   * 60 s old (workerStaleSeconds), and the rescuer cannot have returned the job.
+   */
+  trusts(at: number): boolean {
+    return at - this.#confirmedAt < reservedTrustMs;
+  }
+
+  /** Until when (clock) {@link trusts} holds, as things stand. */
+  get trustedUntil(): number {
+    return this.#confirmedAt + reservedTrustMs;
+  }
+
+  /** A write sent at `sentAt` found the row born at `born`. */
+  #found(born: string | undefined, sentAt: number): void {
+    if (born === undefined || this.#left) return;
+    const at = BigInt(born);
+    if (this.#born !== undefined && at < this.#born) return; // its reply came after that of a write that found the row born again
+    const again = this.#born !== undefined && at > this.#born;
+    this.#born = at;
+    this.#confirmedAt = again ? sentAt : Math.max(this.#confirmedAt, sentAt);
+    if (again) this.onRecreated();
   }
 
   /** Deletes the row (the worker stopped), once the writes in flight have ended; nothing is written after. Rejects when the delete fails. */

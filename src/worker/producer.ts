@@ -45,6 +45,8 @@ export interface ProducerParts {
   readonly keyed: KeyedClaim;
   /** The queue was found empty: the producer counts on notices now (see waiting.ts). */
   readonly rested: () => void;
+  /** Whether the worker may start a job it holds reserved now (see presence.ts); while not, it claims none ahead. */
+  readonly trusted: () => boolean;
 }
 
 /**
@@ -85,6 +87,7 @@ export class Producer {
   #emptied = false;
   /** Whether the queue had a limit at the last change of the pauses (see {@link pausesChanged}). */
   #limited = false;
+  readonly #trusted: () => boolean;
 
   constructor(parts: ProducerParts) {
     this.#settings = parts.settings;
@@ -99,6 +102,7 @@ export class Producer {
     this.#rested = parts.rested;
     this.#workerId = parts.workerId;
     this.#driver = parts.driver;
+    this.#trusted = parts.trusted;
     this.#claimer = new Claimer({ ...parts, floorLowered: () => this.nudge() });
     this.#buffer = new JobBuffer(this.#claimer, parts.completer, parts.gate, parts.clock);
     this.#rest = new Rest(parts.driver, parts.schema, parts.queue, parts.clock, parts.settings.pollIntervalMs);
@@ -238,9 +242,15 @@ export class Producer {
     this.nudge(true, true);
   }
 
-  /** Gives back every buffered job (claimed, never started) at shutdown; returns how many. */
+  /** Gives back every buffered job (claimed, never started: at shutdown, or when a rescuer may have returned them); returns how many. */
   releaseBuffered(): number {
     return this.#buffer.releaseAll();
+  }
+
+  /** The worker may start reserved jobs again (see presence.ts): those waiting in the buffer start. */
+  trustRestored(): void {
+    this.#dispatch();
+    this.#wake.wake();
   }
 
   /** Waits until no handler runs or the clock reaches `deadline`. */
@@ -293,7 +303,8 @@ export class Producer {
           startNow -= keyed.length;
           // While keyed jobs may be waiting, claim no plain jobs ahead: a full buffer would keep them from the slots.
           // A queue with a limit claims all its jobs through the keyed path (claim_limited).
-          const plainLimit = this.#gate.limited ? 0 : this.#keyed.due() ? startNow : free - keyed.length;
+          // Nor while the worker may not start reserved jobs (see presence.ts).
+          const plainLimit = this.#gate.limited ? 0 : this.#keyed.due() || !this.#trusted() ? startNow : free - keyed.length;
           const plainLooked = this.#queueMayHaveJobs && plainLimit > 0;
           const plain = plainLooked ? await this.#claimer.claim(plainLimit, startNow) : [];
           const jobs = keyed.length === 0 ? plain : keyed.concat(plain);
@@ -381,8 +392,13 @@ export class Producer {
     }
   }
 
+  /**
+   * Starts buffered jobs in free slots, oldest first. A job the claim only reserved waits
+   * while the worker may not start one (see presence.ts): {@link trustRestored} starts it.
+   */
   #dispatch(): void {
     while (this.#running.size < this.#concurrency && this.#buffer.length > 0 && this.#claiming) {
+      if (this.#claimer.isReserved(this.#buffer.peek()!) && !this.#trusted()) return;
       void this.#run(this.#buffer.shift()!);
     }
   }

@@ -20,6 +20,7 @@ import { KeyedClaim } from "./keyed-claim.js";
 import { WorkerPresence } from "./presence.js";
 import { Waiting } from "./waiting.js";
 import { Producer } from "./producer.js";
+import type { ClaimedJob } from "./executor.js";
 import { type WorkerEvent, type WorkerOptions, type WorkerSettings, resolveWorkerOptions } from "./worker-options.js";
 
 export type { WorkerEvent, WorkerOptions } from "./worker-options.js";
@@ -100,10 +101,12 @@ export class Worker {
           progress: this.#progress,
           keyed: new KeyedClaim(driver, schema, clock, settings.pollIntervalMs),
           rested: () => waiting.rest(),
+          trusted: () => this.#presence.trusts(clock.now()),
         }),
     );
     this.#producers = producers;
     const completer = this.#completer;
+    this.#presence.onRecreated = () => this.#reservedInDoubt();
     this.#heartbeat = new Heartbeat({
       ...common,
       jobs: {
@@ -171,6 +174,10 @@ export class Worker {
       return Promise.all([this.#pollPauses(), this.#refreshPresence()]).then(() => {});
     });
     this.#every(settings.heartbeatIntervalMs, () => this.#heartbeat.beat());
+    this.#every(pausePollMs, () => {
+      this.#stopUnconfirmedStarts();
+      return Promise.resolve();
+    });
     this.#every(settings.leaseCheckMs, () => {
       this.#heartbeat.checkLeases();
       for (const producer of this.#producers) producer.sweep();
@@ -272,9 +279,11 @@ export class Worker {
 
   /** Writes this worker's row in the registry of live workers when due (see presence.ts); resolves false when the write failed. */
   async #refreshPresence(): Promise<boolean> {
+    const trusted = this.#presence.trusts(this.#clock.now());
     return await this.#presence.refresh().then(
       (revived) => {
         if (revived) this.#waiting.revived();
+        if (!trusted && this.#presence.trusts(this.#clock.now())) for (const producer of this.#producers) producer.trustRestored();
         return true;
       },
       (error: unknown) => {
@@ -282,6 +291,44 @@ export class Worker {
         return false;
       },
     );
+  }
+
+  /**
+   * A write of this worker's row found it born again (see presence.ts): a rescuer may have
+   * returned the jobs this worker held reserved. It gives back the ones it buffered (a job a
+   * rescuer returned is not written) and stops the handlers of those it started whose start
+   * the database has not recorded (a success is still written where the lease holds).
+   */
+  #reservedInDoubt(): void {
+    let released = 0;
+    for (const producer of this.#producers) released += producer.releaseBuffered();
+    const stopped = this.#stopStarts(this.#completer.unconfirmedStarts());
+    const error = new ErrandError(
+      "lease_lost",
+      `this worker's row in ${this.#schema}.workers went unwritten for a minute, and a rescuer may have returned the jobs it held reserved: it gave back the ${released} it had buffered and stopped ${stopped} it had started`,
+    );
+    this.#emit({ type: "error", during: "presence", error });
+  }
+
+  /**
+   * The worker's row has not been written for 50 s (reservedTrustMs): the handlers of the
+   * jobs it started from the buffer whose start the database has not recorded are stopped
+   * before a rescuer may return those jobs as never started (see presence.ts).
+   */
+  #stopUnconfirmedStarts(): void {
+    if (this.#presence.trusts(this.#clock.now())) return;
+    this.#stopStarts(this.#completer.unconfirmedStarts());
+  }
+
+  /** Aborts the handlers of `jobs` as with an expiring lease; returns how many ran. */
+  #stopStarts(jobs: readonly ClaimedJob[]): number {
+    if (jobs.length === 0) return 0;
+    for (const job of jobs) this.#completer.forget(job);
+    const reason = (job: ClaimedJob) =>
+      new ErrandError("lease_expired", `job ${job.id} started from the buffer, and neither its start nor this worker's row could be written in time; another worker may run it`);
+    const dropped = this.#producers.flatMap((producer) => producer.drop(jobs, reason, false));
+    if (dropped.length) this.#emit({ type: "lease_lost", jobIds: dropped });
+    return dropped.length;
   }
 
   /**

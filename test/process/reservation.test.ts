@@ -31,6 +31,40 @@ describe("jobs claimed ahead when the worker loses the database past their lease
   });
 });
 
+describe("jobs claimed ahead by a worker that is SIGKILLed", () => {
+  it("come back unspent once its row is a minute old, long before their lease; its running job keeps its lease", { timeout: 60_000 }, async () => {
+    const { id: long } = await t.errand.enqueue("polite", { ms: 60_000 }, { priority: 1 });
+    const buffered = await t.errand.enqueueMany(Array.from({ length: 4 }, () => ({ kind: "record", payload: { ms: 0 } })));
+    // The default lease (5 minutes); no rescuer of its own.
+    const worker = t.worker("w", ["--concurrency", "1", "--prefetch", "4", "--rescue-interval", "0"]);
+    await t.started(long, worker);
+    await eventually(async () => (await t.statusCounts()).running === 5, 10_000, "the long job running and four reserved");
+    worker.child.kill("SIGKILL");
+    await worker.exited;
+
+    // A minute later (SQL time travel on the dead worker's row alone), a rescuer returns the four.
+    const rescuer = t.errand.rescuer();
+    expect(await rescuer.runOnce()).toEqual({ ready: 0, dead: 0 });
+    await t.sql(`UPDATE ${t.schema}.workers SET seen_at = seen_at - interval '61 seconds', started_at = started_at - interval '61 seconds'`);
+    expect(await rescuer.runOnce()).toEqual({ ready: 4, dead: 0 });
+    expect(await t.job(long)).toMatchObject({ status: "running", attempts: 1 });
+
+    const next = t.worker("w2", ["--concurrency", "4", "--rescue-interval", "0"]);
+    await eventually(async () => (await Promise.all(buffered.map((j) => t.job(j.id)))).every((j) => j.status === "done"), 30_000, "the four to be done");
+    for (const { id } of buffered) {
+      const job = await t.job(id);
+      expect(job).toMatchObject({ status: "done", attempts: 1 });
+      expect(job.errors).toEqual([expect.objectContaining({ attempt: 1, started: false, error: expect.stringMatching(/held the job reserved and showed no sign of life for 60 s/) })]);
+      expect((await t.effects(id)).map((e) => [e.worker, e.attempt])).toEqual([["w2", 1]]);
+    }
+    // The job that was running is not run again while its lease holds.
+    expect((await t.effects(long)).length).toBe(1);
+    expect(await t.job(long)).toMatchObject({ status: "running", attempts: 1 });
+    next.child.kill("SIGTERM");
+    expect(await next.exited).toEqual({ code: 0, signal: null });
+  });
+});
+
 describe("a handler that throws values that cannot be described naively", () => {
   it("fails only its own job; the worker process stays up and exits cleanly", { timeout: 60_000 }, async () => {
     const weird = await t.errand.enqueueMany(["symbol-message", "throwing-object", "proxy", "revoked"].map((how) => ({ kind: "weird", payload: { how } })));
