@@ -21,7 +21,7 @@ describe("Prefetch", () => {
     expect(prefetch.size()).toBe(3);
   });
 
-  it("adaptive: nothing ahead until handlers finish, then at least concurrency and at most 2000", () => {
+  it("adaptive: nothing ahead until handlers finish, then at least concurrency and at most 4000", () => {
     const clock = manualClock();
     const prefetch = new Prefetch(10, undefined, clock);
     expect(prefetch.size()).toBe(0);
@@ -31,8 +31,10 @@ describe("Prefetch", () => {
     expect(prefetch.size()).toBe(400);
     finish(prefetch, 1_200);
     expect(prefetch.size()).toBe(1_600);
+    finish(prefetch, 2_000);
+    expect(prefetch.size()).toBe(3_600);
     finish(prefetch, 5_000);
-    expect(prefetch.size()).toBe(2000);
+    expect(prefetch.size()).toBe(4000);
   });
 
   it("adaptive: follows the last quarter second, and drops to 0 once nothing finished for one", () => {

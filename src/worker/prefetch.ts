@@ -1,7 +1,7 @@
 import type { Clock } from "../clock.js";
 
 /** Most jobs an adaptive prefetch claims ahead. */
-const maxAdaptivePrefetch = 2000;
+const maxAdaptivePrefetch = 4000;
 
 /** The length of one throughput window: a quarter second. */
 const windowMs = 250;
@@ -9,8 +9,9 @@ const windowMs = 250;
 /**
  * How many jobs a worker claims beyond its free handler slots: a fixed number, or by
  * default about a quarter second of this worker's recent throughput — at least
- * `concurrency` while jobs are finishing, at most 2000. No-op-fast jobs are claimed two
- * thousand per statement; a worker whose handlers have finished nothing in the last
+ * `concurrency` while jobs are finishing, at most 4000. No-op-fast jobs are claimed four
+ * thousand per statement (a dead worker's unstarted ones come back within 90 s: see
+ * docs/crash-safety.md); a worker whose handlers have finished nothing in the last
  * quarter to half second (all busy with slow jobs, or just started) claims no more than it
  * can start, so it does not hoard jobs from other workers.
  */

@@ -21,7 +21,7 @@ export interface WorkerOptions {
   /**
    * Extra jobs claimed ahead into a local buffer (leased, not started: no attempt spent
    * until they start). Default: adaptive — about as many jobs as this worker finished in
-   * the last quarter second, at most 2000 and none while it finishes nothing, so fast jobs
+   * the last quarter second, at most 4000 and none while it finishes nothing, so fast jobs
    * are claimed in big batches and slow ones are not hoarded; a buffered job waits at most
    * 1 s (`maxBufferWaitMs`) before it is given back to other workers. A fixed number turns
    * adaptation off, and buffered jobs then wait for a free slot.
