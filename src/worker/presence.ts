@@ -41,6 +41,7 @@ export class WorkerPresence {
   #confirmedAt = -Infinity;
   /** Called when a write finds the row born again: its reserved jobs may have been returned. */
   onRecreated: () => void = () => {};
+  #rebirths = 0;
 
   constructor(driver: Driver, schema: string, id: string, queues: readonly string[], kinds: readonly string[], clock: Clock) {
     this.#driver = driver;
@@ -82,9 +83,9 @@ export class WorkerPresence {
     return at - this.#confirmedAt < reservedTrustMs;
   }
 
-  /** Until when (clock) {@link trusts} holds, as things stand. */
-  get trustedUntil(): number {
-    return this.#confirmedAt + reservedTrustMs;
+  /** How many times a write found the row born again: a claim sent before one of them gives back what it reserved. */
+  get rebirths(): number {
+    return this.#rebirths;
   }
 
   /** A write sent at `sentAt` found the row born at `born`. */
@@ -95,7 +96,9 @@ export class WorkerPresence {
     const again = this.#born !== undefined && at > this.#born;
     this.#born = at;
     this.#confirmedAt = again ? sentAt : Math.max(this.#confirmedAt, sentAt);
-    if (again) this.onRecreated();
+    if (!again) return;
+    this.#rebirths++;
+    this.onRecreated();
   }
 
   /** Deletes the row (the worker stopped), once the writes in flight have ended; nothing is written after. Rejects when the delete fails. */

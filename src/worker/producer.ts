@@ -47,6 +47,8 @@ export interface ProducerParts {
   readonly rested: () => void;
   /** Whether the worker may start a job it holds reserved now (see presence.ts); while not, it claims none ahead. */
   readonly trusted: () => boolean;
+  /** How many times the worker found its row born again (see presence.ts). */
+  readonly rebirths: () => number;
 }
 
 /**
@@ -88,6 +90,7 @@ export class Producer {
   /** Whether the queue had a limit at the last change of the pauses (see {@link pausesChanged}). */
   #limited = false;
   readonly #trusted: () => boolean;
+  readonly #rebirths: () => number;
 
   constructor(parts: ProducerParts) {
     this.#settings = parts.settings;
@@ -103,6 +106,7 @@ export class Producer {
     this.#workerId = parts.workerId;
     this.#driver = parts.driver;
     this.#trusted = parts.trusted;
+    this.#rebirths = parts.rebirths;
     this.#claimer = new Claimer({ ...parts, floorLowered: () => this.nudge() });
     this.#buffer = new JobBuffer(this.#claimer, parts.completer, parts.gate, parts.clock);
     this.#rest = new Rest(parts.driver, parts.schema, parts.queue, parts.clock, parts.settings.pollIntervalMs);
@@ -296,6 +300,7 @@ export class Producer {
           // buffer while this claim is out, so these slots are still free when it returns.
           let startNow = Math.max(0, Math.min(free, this.#concurrency - this.#running.size - this.#buffer.length));
           const nudges = this.#nudges;
+          const rebirths = this.#rebirths();
           // Keyed jobs (concurrency keys) first, for free slots only: see keyed-claim.ts.
           const keyedLooked = keyedDue && startNow > 0;
           const keyed = keyedDue ? await this.#claimer.claimKeyed(startNow) : [];
@@ -324,6 +329,9 @@ export class Producer {
           // So do a plain claim's, when a limit arrived while it was out: the limited claim
           // (which counts them against the limit) takes them again.
           if (plain.length > 0 && this.#gate.limited) this.#buffer.releaseJobs(plain);
+          // And what it reserved, when the worker found its row born again while it was out:
+          // a rescuer may have returned those rows after this claim took them (see presence.ts).
+          if (this.#rebirths() !== rebirths) this.#buffer.releaseJobs(plain.filter((job) => this.#claimer.isReserved(job)));
           this.#dispatch();
           // A short batch is not an empty queue: SKIP LOCKED passes over rows other
           // workers are claiming. Only an empty claim means wait for a notification.

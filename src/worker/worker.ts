@@ -102,6 +102,7 @@ export class Worker {
           keyed: new KeyedClaim(driver, schema, clock, settings.pollIntervalMs),
           rested: () => waiting.rest(),
           trusted: () => this.#presence.trusts(clock.now()),
+          rebirths: () => this.#presence.rebirths,
         }),
     );
     this.#producers = producers;

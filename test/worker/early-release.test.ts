@@ -91,14 +91,28 @@ describe("a stale worker's reserved jobs", () => {
  */
 function cuttingDriver() {
   const presence = new Set([workerQueriesFor(t.schema).present.name, workerQueriesFor(t.schema).waiting.name]);
-  const state = { cut: false, cutStarts: false };
+  const claims = new Set([queriesFor(t.schema).claim.name, queriesFor(t.schema).claimFrom.name]);
+  let held: (() => void) | undefined;
+  const state = {
+    cut: false,
+    cutStarts: false,
+    /** While set, a claim runs but its reply waits for {@link letClaimThrough}. */
+    holdClaims: false,
+    claimHeld: false,
+    letClaimThrough: () => held?.(),
+  };
   const driver: Driver = {
     ...t.errand.driver,
     run: async <Row>(statement: Statement, params: readonly unknown[]) => {
       if ((state.cut && presence.has(statement.name)) || (state.cutStarts && statement.name === queriesFor(t.schema).start.name)) {
         throw Object.assign(new Error("connection terminated (test)"), { code: "57P01" });
       }
-      return t.errand.driver.run<Row>(statement, params);
+      const result = await t.errand.driver.run<Row>(statement, params);
+      if (state.holdClaims && claims.has(statement.name) && result.rows.length > 0) {
+        state.claimHeld = true;
+        await new Promise<void>((resolve) => (held = resolve));
+      }
+      return result;
     },
   };
   return { driver, state };
@@ -166,6 +180,69 @@ describe("a worker cut off from its row", () => {
     expect(ranOnA).toEqual([]);
     expect(ranOnB.sort()).toEqual(quick.map((j) => j.id).sort());
     expect((await rows()).map((r) => [r.id, r.status, r.attempts])).toEqual([[slow!.id, "done", 1], ...quick.map((j) => [j.id, "done", 1])]);
+  });
+
+  it("gives back what a claim reserved when it found its row born again while that claim was out", async () => {
+    let now = 1_000_000;
+    const clock = { now: () => now };
+    const events: WorkerEvent[] = [];
+    const { driver, state } = cuttingDriver();
+    await t.errand.enqueue("slow", {});
+    let release!: () => void;
+    const slowGate = new Promise<void>((resolve) => (release = resolve));
+    const ranOnA: string[] = [];
+    const ranOnB: string[] = [];
+    const a = new Worker(
+      driver,
+      t.schema,
+      t.errand.kinds,
+      {
+        concurrency: 1,
+        prefetch: 5,
+        rescueIntervalMs: 0,
+        onEvent: (event) => void events.push(event),
+        handlers: { slow: () => slowGate, quick: async (_: unknown, ctx) => void ranOnA.push(ctx.id) },
+      },
+      clock,
+    );
+    await a.start();
+    let b: Worker | undefined;
+    try {
+      await eventually(async () => (await rows())[0]?.status === "running", 10_000, "the slow job running");
+      // A's next claim reserves five jobs; its reply is held back.
+      state.holdClaims = true;
+      const quick = await t.errand.enqueueMany(Array.from({ length: 5 }, () => ({ kind: "quick", payload: {} })));
+      await eventually(() => state.claimHeld, 10_000, "A's claim of the five");
+      expect((await rows()).map((r) => r.status)).toEqual(Array.from({ length: 6 }, () => "running"));
+
+      // A loses its row for a minute; a rescuer returns the five, and B runs them.
+      state.cut = true;
+      now += 55_000;
+      await ageRow(a.id, 61);
+      expect(await t.errand.rescuer().runOnce()).toEqual({ ready: 5, dead: 0 });
+      b = t.errand.worker({ rescueIntervalMs: 0, handlers: { quick: async (_: unknown, ctx) => void ranOnB.push(ctx.id) } });
+      await b.start();
+      await eventually(async () => (await rows()).slice(1).every((r) => r.status === "done"), 10_000, "the five done");
+
+      // A finds its row born again, then the claim's reply arrives: its five go back, unstarted,
+      // even once the slow job frees the slot.
+      state.cut = false;
+      now += 16_000;
+      await eventually(() => events.some((e) => e.type === "error" && e.during === "presence" && String(e.error).includes("went unwritten")), 10_000, "A to find its row born again");
+      state.letClaimThrough();
+      await eventually(() => events.some((e) => e.type === "lease_lost"), 10_000, "A's release of the five to find them gone");
+      release();
+      await eventually(async () => (await rows())[0]!.status === "done", 10_000, "the slow job done");
+      expect(a.activeCount).toBe(0);
+      expect(ranOnB.sort()).toEqual(quick.map((j) => j.id).sort());
+    } finally {
+      state.holdClaims = false;
+      state.letClaimThrough();
+      await a.stop({ timeout: 5_000 });
+      await b?.stop({ timeout: 5_000 });
+    }
+    expect(ranOnA).toEqual([]);
+    expect((await rows()).map((r) => [r.status, r.attempts])).toEqual(Array.from({ length: 6 }, () => ["done", 1]));
   });
 
   it("stops a handler it started from the buffer whose start could not be written, before the job may be returned", async () => {
