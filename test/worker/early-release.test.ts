@@ -118,38 +118,46 @@ function cuttingDriver() {
   return { driver, state };
 }
 
+/**
+ * Worker A, on a clock the test moves (`time.now`) and the cutting driver: one handler slot,
+ * five jobs claimed ahead, `slow` jobs that run until `release()`, and `quick` ones it records.
+ */
+async function startWorkerA() {
+  const time = { now: 1_000_000 };
+  const events: WorkerEvent[] = [];
+  const { driver, state } = cuttingDriver();
+  let release!: () => void;
+  const slowGate = new Promise<void>((resolve) => (release = resolve));
+  const ranOnA: string[] = [];
+  const a = new Worker(
+    driver,
+    t.schema,
+    t.errand.kinds,
+    {
+      concurrency: 1,
+      prefetch: 5,
+      rescueIntervalMs: 0,
+      onEvent: (event) => void events.push(event),
+      handlers: { slow: () => slowGate, quick: async (_: unknown, ctx) => void ranOnA.push(ctx.id) },
+    },
+    { now: () => time.now },
+  );
+  await a.start();
+  return { a, time, events, state, release, ranOnA };
+}
+
 describe("a worker cut off from its row", () => {
   it("starts no reserved job once its row may be a minute old, and gives its buffer back when it finds the row born again", async () => {
-    let now = 1_000_000;
-    const clock = { now: () => now };
-    const events: WorkerEvent[] = [];
-    const { driver, state } = cuttingDriver();
     const [slow, ...quick] = await t.errand.enqueueMany([{ kind: "slow", payload: {} }, ...Array.from({ length: 5 }, () => ({ kind: "quick", payload: {} }))]);
-    let release!: () => void;
-    const slowGate = new Promise<void>((resolve) => (release = resolve));
-    const ranOnA: string[] = [];
+    const { a, time, events, state, release, ranOnA } = await startWorkerA();
     const ranOnB: string[] = [];
-    const a = new Worker(
-      driver,
-      t.schema,
-      t.errand.kinds,
-      {
-        concurrency: 1,
-        prefetch: 5,
-        rescueIntervalMs: 0,
-        onEvent: (event) => void events.push(event),
-        handlers: { slow: () => slowGate, quick: async (_: unknown, ctx) => void ranOnA.push(ctx.id) },
-      },
-      clock,
-    );
-    await a.start();
     let b: Worker | undefined;
     try {
       await eventually(async () => (await rows()).every((r) => r.status === "running"), 10_000, "the slow job running and five reserved");
 
       // A cannot write its row, and 55 s pass on its clock: it may not start a reserved job.
       state.cut = true;
-      now += 55_000;
+      time.now += 55_000;
       await eventually(() => events.some((e) => e.type === "error" && e.during === "presence"), 10_000, "a failed write of the row");
       release();
       await eventually(async () => (await rows())[0]!.status === "done", 10_000, "the slow job done");
@@ -166,7 +174,7 @@ describe("a worker cut off from its row", () => {
 
       // A reaches its row again: it finds it born again, and gives its buffer back rather than start it.
       state.cut = false;
-      now += 16_000;
+      time.now += 16_000;
       await eventually(
         () => events.some((e) => e.type === "error" && e.error instanceof ErrandError && e.error.message.includes("went unwritten for a minute")),
         10_000,
@@ -183,29 +191,9 @@ describe("a worker cut off from its row", () => {
   });
 
   it("gives back what a claim reserved when it found its row born again while that claim was out", async () => {
-    let now = 1_000_000;
-    const clock = { now: () => now };
-    const events: WorkerEvent[] = [];
-    const { driver, state } = cuttingDriver();
     await t.errand.enqueue("slow", {});
-    let release!: () => void;
-    const slowGate = new Promise<void>((resolve) => (release = resolve));
-    const ranOnA: string[] = [];
+    const { a, time, events, state, release, ranOnA } = await startWorkerA();
     const ranOnB: string[] = [];
-    const a = new Worker(
-      driver,
-      t.schema,
-      t.errand.kinds,
-      {
-        concurrency: 1,
-        prefetch: 5,
-        rescueIntervalMs: 0,
-        onEvent: (event) => void events.push(event),
-        handlers: { slow: () => slowGate, quick: async (_: unknown, ctx) => void ranOnA.push(ctx.id) },
-      },
-      clock,
-    );
-    await a.start();
     let b: Worker | undefined;
     try {
       await eventually(async () => (await rows())[0]?.status === "running", 10_000, "the slow job running");
@@ -217,7 +205,7 @@ describe("a worker cut off from its row", () => {
 
       // A loses its row for a minute; a rescuer returns the five, and B runs them.
       state.cut = true;
-      now += 55_000;
+      time.now += 55_000;
       await ageRow(a.id, 61);
       expect(await t.errand.rescuer().runOnce()).toEqual({ ready: 5, dead: 0 });
       b = t.errand.worker({ rescueIntervalMs: 0, handlers: { quick: async (_: unknown, ctx) => void ranOnB.push(ctx.id) } });
@@ -227,7 +215,7 @@ describe("a worker cut off from its row", () => {
       // A finds its row born again, then the claim's reply arrives: its five go back, unstarted,
       // even once the slow job frees the slot.
       state.cut = false;
-      now += 16_000;
+      time.now += 16_000;
       await eventually(() => events.some((e) => e.type === "error" && e.during === "presence" && String(e.error).includes("went unwritten")), 10_000, "A to find its row born again");
       state.letClaimThrough();
       await eventually(() => events.some((e) => e.type === "lease_lost"), 10_000, "A's release of the five to find them gone");
