@@ -9,8 +9,10 @@ import { maxRowsPerWrite } from "./completer.js";
  * job's latest value is kept, and all of them are written by one statement at most once
  * per `intervalMs`, so a handler that reports in a tight loop costs one write per job per
  * interval, not one per call. A job that finishes takes its unwritten value with it
- * ({@link take}): the completion writes it. A write that fails is reported and its values
- * are tried again with the next one, unless newer ones came in.
+ * ({@link take}): the completion writes it, also when a write of that value is in flight,
+ * which a completion that commits first would leave with nothing to update. A write that
+ * fails is reported and its values are tried again with the next one, unless newer ones
+ * came in or their job finished.
  */
 export class ProgressWriter {
   readonly #driver: Driver;
@@ -21,6 +23,8 @@ export class ProgressWriter {
   readonly #clock: Clock;
   /** Each running job's latest unwritten progress, as JSON text. */
   #pending = new Map<ClaimedJob, string>();
+  /** The values of the write in flight, by job, until it ends or their job finishes. */
+  #writingValues = new Map<ClaimedJob, string>();
   #timer: NodeJS.Timeout | undefined;
   #writing: Promise<void> | undefined;
   #lastWrite = -Infinity;
@@ -42,8 +46,9 @@ export class ProgressWriter {
 
   /** Takes a job's unwritten progress, if any: the job finished, and its completion writes it (or nothing does). */
   take(job: ClaimedJob): string | undefined {
-    const json = this.#pending.get(job);
-    if (json !== undefined) this.#pending.delete(job);
+    const json = this.#pending.get(job) ?? this.#writingValues.get(job);
+    this.#pending.delete(job);
+    this.#writingValues.delete(job);
     return json;
   }
 
@@ -55,14 +60,16 @@ export class ProgressWriter {
     if (this.#pending.size === 0) return;
     const batch = this.#pending;
     this.#pending = new Map();
+    this.#writingValues = new Map(batch);
     this.#lastWrite = this.#clock.now();
     this.#writing = this.#write([...batch]);
     try {
       await this.#writing;
     } catch (error) {
-      for (const [job, json] of batch) if (!this.#pending.has(job)) this.#pending.set(job, json);
+      for (const [job, json] of this.#writingValues) if (!this.#pending.has(job)) this.#pending.set(job, json);
       throw error;
     } finally {
+      this.#writingValues = new Map();
       this.#writing = undefined;
       if (this.#pending.size > 0) this.#schedule();
     }
@@ -73,6 +80,7 @@ export class ProgressWriter {
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = undefined;
     this.#pending.clear();
+    this.#writingValues.clear();
   }
 
   #schedule(): void {
