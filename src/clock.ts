@@ -10,7 +10,10 @@ export interface Clock {
 export const systemClock: Clock = { now: () => Date.now() };
 
 /**
- * A clock that only moves forward (`performance.now()`), for measuring delays: a wall
- * clock set back or forward by NTP would show as a stall or hide one.
+ * A clock that only moves forward, for measuring delays: a wall clock set back or forward
+ * by NTP would show as a stall or hide one. Read as epoch milliseconds (the process's
+ * start on the wall clock, `performance.timeOrigin`, plus `performance.now()`). The
+ * worker's own copy of its leases and its trust in its row (src/worker/presence.ts) are
+ * measured on it: set back, a wall clock would stretch them past what the database allows.
  */
-export const monotonicClock: Clock = { now: () => performance.now() };
+export const monotonicClock: Clock = { now: () => performance.timeOrigin + performance.now() };

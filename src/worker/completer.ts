@@ -1,4 +1,4 @@
-import { type Clock, systemClock } from "../clock.js";
+import { type Clock, monotonicClock } from "../clock.js";
 import type { Driver } from "../driver/types.js";
 import { ErrandError } from "../errors.js";
 import { type Queries, byId, byIdJson } from "../sql/jobs.js";
@@ -68,7 +68,7 @@ export class Completer {
   /** Called with the job ids each write found no longer leased to this worker. */
   onLost: (ids: readonly string[]) => void = () => {};
 
-  constructor(driver: Driver, queries: Queries, workerId: string, flushDelayMs: number, onError: (error: unknown) => void, clock: Clock = systemClock) {
+  constructor(driver: Driver, queries: Queries, workerId: string, flushDelayMs: number, onError: (error: unknown) => void, clock: Clock = monotonicClock) {
     this.#clock = clock;
     this.#driver = driver;
     this.#queries = queries;

@@ -1,6 +1,6 @@
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
-import { type Clock, systemClock } from "../clock.js";
+import { type Clock, monotonicClock } from "../clock.js";
 import { ErrandError } from "../errors.js";
 import type { Driver } from "../driver/types.js";
 import { type RescueResult, Rescuer } from "../maintenance/rescuer.js";
@@ -62,7 +62,7 @@ export class Worker {
   #pausesReadAt = -Infinity;
 
   /** Prefer `errand.worker(options)`. `clock` times buffers, leases and durations (tests pass their own). */
-  constructor(driver: Driver, schema: string, kinds: ReadonlyMap<string, ResolvedKind>, options: WorkerOptions, clock: Clock = systemClock) {
+  constructor(driver: Driver, schema: string, kinds: ReadonlyMap<string, ResolvedKind>, options: WorkerOptions, clock: Clock = monotonicClock) {
     const settings = resolveWorkerOptions(options, kinds);
     this.#driver = driver;
     this.#schema = schema;
