@@ -46,8 +46,9 @@ function build(s: string): WorkerQueries {
      * deletes rows not seen for a day (dead workers'). one row: revived, true when the row
      * says the worker waits and, before this, was missing or (nearly) too old to count for
      * the insert trigger: inserts may have gone unannounced meanwhile; and born (see
-     * WorkerPresence: a row born later than the one the worker wrote before was deleted by a
-     * rescuer that returned its reserved jobs). The row allows that early release (migration 031).
+     * WorkerPresence: a row born later than the one the worker wrote before was marked by a
+     * rescuer that returned its reserved jobs, or deleted and written again). The row allows
+     * that early release (migration 031).
      */
     present: statement(`
       WITH gone AS (DELETE FROM ${s}.workers WHERE seen_at < now() - interval '1 day' AND id <> $1::text),
