@@ -222,6 +222,13 @@ async function listenWithReconnect(
     });
     try {
       await next.connect();
+      // Each statement is planned once here, generically, not five times before PostgreSQL
+      // weighs a generic plan (nor every time, where the generic one costs more on paper:
+      // the rescuer's, whose sweep a parameter switches off). This connection serves an
+      // idle worker's timers, every 15 or 30 s, where that planning was most of the
+      // server's work at rest (bench/README.md, round of 2026-12-06, evening). Every
+      // statement's generic plan is held to its indexes by test/worker/query-plans.pg.test.ts.
+      await next.query("SET plan_cache_mode = force_generic_plan");
       await next.query(`LISTEN ${quoteIdent(channel)}`);
     } catch (error) {
       next.end().catch(() => {}); // connected but LISTEN failed: do not leak the connection

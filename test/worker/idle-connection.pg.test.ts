@@ -59,3 +59,24 @@ it("statements on the listening connection when listening stops end before it cl
     await driver.close();
   }
 });
+
+it("the listening connection plans each statement once, generically", async () => {
+  const pool = new pg.Pool({ connectionString: process.env.ERRAND_TEST_URL, max: 4 });
+  const driver = pgDriver(pool, true);
+  try {
+    const unlisten = await driver.listen(`errand_test_${t.schema}`, () => {});
+    expect(pool.totalCount).toBe(0); // so every statement below runs on the listening connection
+    const probe = statement(`SELECT count(*) AS n FROM ${t.schema}.jobs WHERE queue = $1::text AND status = 'ready'`);
+    for (let i = 0; i < 3; i++) await driver.run(probe, ["default"]);
+    // PostgreSQL's default makes five custom plans before it weighs a generic one.
+    const { rows } = await driver.run<{ generic_plans: string; custom_plans: string }>(
+      statement("SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name = $1"),
+      [probe.name],
+    );
+    expect(rows.map((r) => [Number(r.generic_plans), Number(r.custom_plans)])).toEqual([[3, 0]]);
+    await unlisten();
+    expect(pool.totalCount).toBe(0);
+  } finally {
+    await driver.close();
+  }
+});
