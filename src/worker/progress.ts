@@ -58,11 +58,11 @@ export class ProgressWriter {
     this.#timer = undefined;
     while (this.#writing) await this.#writing.catch(() => {});
     if (this.#pending.size === 0) return;
-    const batch = this.#pending;
+    // The pending values become the write's: take() finds a value there until the write ends.
+    this.#writingValues = this.#pending;
     this.#pending = new Map();
-    this.#writingValues = new Map(batch);
     this.#lastWrite = this.#clock.now();
-    this.#writing = this.#write([...batch]);
+    this.#writing = this.#write([...this.#writingValues]);
     try {
       await this.#writing;
     } catch (error) {
