@@ -11,13 +11,17 @@ export const settings = {
   latency: {},
 };
 
-/** The sweep's grid (bench/sweep.js). */
-export const sweep = { concurrency: [10, 50, 100, 200, 500] };
+/**
+ * The sweep's grid (bench/sweep.js): the worker's concurrency, and the Redis protocol its
+ * connection speaks (ioredis 6 speaks RESP3 unless given `protocol: 2`, v5's).
+ */
+export const sweep = { concurrency: [10, 50, 100, 200, 500], protocol: ["resp3", "resp2"] };
 
-/** The knobs are BullMQ's own Worker options. */
-export const options = (knobs) => knobs;
+/** The knobs are BullMQ's own Worker options, but `protocol`, which is the worker's connection's (see {@link connection}). */
+export const options = ({ protocol: _protocol, ...knobs }) => knobs;
 
-const connection = () => new IORedis({ ...redis, maxRetriesPerRequest: null });
+/** A connection as BullMQ's workers need it; `protocol` "resp2": ioredis's `protocol: 2`, else its default (RESP3). */
+const connection = (protocol) => new IORedis({ ...redis, maxRetriesPerRequest: null, ...(protocol === "resp2" ? { protocol: 2 } : {}) });
 
 /** A BullMQ queue under its own prefix. */
 export function create(ns) {
@@ -34,7 +38,8 @@ export function create(ns) {
       await open().addBulk(payloads.map((data) => ({ name: "bench", data })));
     },
     async startWorker(mode, onJobs) {
-      const worker = new Worker("bench", async (job) => void onJobs([job.data]), { connection: connection(), prefix: ns, ...options(knobsFor(settings, mode)) });
+      const knobs = knobsFor(settings, mode);
+      const worker = new Worker("bench", async (job) => void onJobs([job.data]), { connection: connection(knobs.protocol), prefix: ns, ...options(knobs) });
       worker.on("error", (error) => console.error("bullmq worker error", error));
       await worker.waitUntilReady();
       return { stop: () => worker.close() };
