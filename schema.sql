@@ -2,47 +2,49 @@
 
 CREATE SCHEMA errand;
 
+CREATE FUNCTION errand.batch_finished() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  failed bigint[];
+  callback_id bigint;
+  insert_error text;
+BEGIN
+  -- Every other member's finish committed before this transaction got the row's lock.
+  failed := ARRAY(SELECT j.id FROM "errand".jobs j
+                  WHERE j.batch_id = NEW.id AND j.status IN ('dead', 'cancelled') ORDER BY j.id);
+  BEGIN
+    INSERT INTO "errand".jobs (kind, payload, max_attempts, priority, retry, timeout_ms, queue)
+    SELECT c.kind,
+           coalesce(c.payload, '{}') || jsonb_build_object('batch', jsonb_build_object(
+             'id', NEW.id::text, 'total', NEW.total, 'done', NEW.done, 'dead', NEW.dead, 'cancelled', NEW.cancelled,
+             'failedIds', to_jsonb(failed::text[]))),
+           coalesce(c.max_attempts, 8), coalesce(c.priority, 0), c.retry, c.timeout_ms, coalesce(c.queue, 'default')
+    FROM jsonb_to_record(NEW.callback) AS c(kind text, payload jsonb, max_attempts int, priority int, retry jsonb, timeout_ms int, queue text)
+    RETURNING id INTO callback_id;
+  EXCEPTION WHEN data_exception OR integrity_constraint_violation THEN
+    insert_error := SQLERRM;
+  END;
+  UPDATE "errand".batches
+  SET finished_at = now(), failed_ids = failed, callback_job_id = callback_id, callback_error = insert_error
+  WHERE id = NEW.id;
+  RETURN NULL;
+END;
+$$;
+
 CREATE FUNCTION errand.batch_member_moved() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 DECLARE
   was_open boolean := OLD.status NOT IN ('done', 'dead', 'cancelled');
   is_open boolean := NEW.status NOT IN ('done', 'dead', 'cancelled');
-  b "errand".batches;
-  failed bigint[];
-  callback_id bigint;
-  insert_error text;
 BEGIN
   UPDATE "errand".batches
   SET remaining = remaining - (was_open AND NOT is_open)::int + (NOT was_open AND is_open)::int,
       done = done + (NEW.status = 'done')::int - (OLD.status = 'done')::int,
       dead = dead + (NEW.status = 'dead')::int - (OLD.status = 'dead')::int,
       cancelled = cancelled + (NEW.status = 'cancelled')::int - (OLD.status = 'cancelled')::int
-  WHERE id = NEW.batch_id AND finished_at IS NULL
-  RETURNING * INTO b;
-  IF FOUND AND b.remaining = 0 AND was_open THEN
-    -- Every other member's finish committed before this transaction got the row's lock.
-    failed := ARRAY(SELECT j.id FROM "errand".jobs j
-                    WHERE j.batch_id = b.id AND j.status IN ('dead', 'cancelled') ORDER BY j.id);
-    -- A callback that cannot be inserted (its row edited by hand into something the jobs
-    -- table refuses) is recorded in callback_error instead of failing the member's
-    -- statement: one bad batch row must not stop the outcomes written with it.
-    BEGIN
-      INSERT INTO "errand".jobs (kind, payload, max_attempts, priority, retry, timeout_ms, queue)
-      SELECT c.kind,
-             coalesce(c.payload, '{}') || jsonb_build_object('batch', jsonb_build_object(
-               'id', b.id::text, 'total', b.total, 'done', b.done, 'dead', b.dead, 'cancelled', b.cancelled,
-               'failedIds', to_jsonb(failed::text[]))),
-             coalesce(c.max_attempts, 8), coalesce(c.priority, 0), c.retry, c.timeout_ms, coalesce(c.queue, 'default')
-      FROM jsonb_to_record(b.callback) AS c(kind text, payload jsonb, max_attempts int, priority int, retry jsonb, timeout_ms int, queue text)
-      RETURNING id INTO callback_id;
-    EXCEPTION WHEN data_exception OR integrity_constraint_violation THEN
-      insert_error := SQLERRM;
-    END;
-    UPDATE "errand".batches
-    SET finished_at = now(), failed_ids = failed, callback_job_id = callback_id, callback_error = insert_error
-    WHERE id = b.id;
-  END IF;
+  WHERE id = NEW.batch_id AND finished_at IS NULL;
   RETURN NULL;
 END;
 $$;
@@ -754,11 +756,13 @@ CREATE INDEX ready_marks_of ON errand.ready_marks USING btree (queue, priority);
 
 CREATE INDEX schedules_due ON errand.schedules USING btree (next_slot) WHERE (NOT paused);
 
+CREATE TRIGGER batches_finished AFTER UPDATE OF remaining ON errand.batches FOR EACH ROW WHEN (((new.remaining = 0) AND (old.remaining <> 0) AND (new.finished_at IS NULL))) EXECUTE FUNCTION errand.batch_finished();
+
 CREATE TRIGGER done_jobs_count_deletes AFTER DELETE ON errand.done_jobs REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION errand.count_deletes();
 
 CREATE TRIGGER done_jobs_count_truncate AFTER TRUNCATE ON errand.done_jobs FOR EACH STATEMENT EXECUTE FUNCTION errand.count_truncate();
 
-CREATE TRIGGER jobs_batch_member AFTER UPDATE OF status ON errand.jobs FOR EACH ROW WHEN (((new.batch_id IS NOT NULL) AND (old.status IS DISTINCT FROM new.status) AND ((new.status = ANY (ARRAY['done'::text, 'dead'::text, 'cancelled'::text])) OR (old.status = ANY (ARRAY['done'::text, 'dead'::text, 'cancelled'::text]))))) EXECUTE FUNCTION errand.batch_member_moved();
+CREATE TRIGGER jobs_batch_member AFTER UPDATE OF status ON errand.jobs FOR EACH ROW WHEN (((new.batch_id IS NOT NULL) AND (old.status IS DISTINCT FROM new.status) AND ((new.status = ANY (ARRAY['done'::text, 'dead'::text, 'cancelled'::text])) OR (old.status = ANY (ARRAY['done'::text, 'dead'::text, 'cancelled'::text]))) AND (current_setting('errand.batch_counted'::text, true) IS DISTINCT FROM (statement_timestamp())::text))) EXECUTE FUNCTION errand.batch_member_moved();
 
 CREATE TRIGGER jobs_count_deletes AFTER DELETE ON errand.jobs REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION errand.count_deletes();
 

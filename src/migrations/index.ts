@@ -30,6 +30,7 @@ import { migration as m028 } from "./028-ready-marks.js";
 import { migration as m029 } from "./029-ready-mark-always.js";
 import { migration as m030 } from "./030-ready-marks-replica-identity.js";
 import { migration as m031 } from "./031-early-release.js";
+import { migration as m032 } from "./032-batch-count-per-statement.js";
 
 /**
  * Every migration, in order. A new one is a new file `NNN-name.ts` exporting `migration`
@@ -37,4 +38,4 @@ import { migration as m031 } from "./031-early-release.js";
  * makes of the schema; only how it gets there may (011, 013, 015 and 016 moved their
  * index builds out of their transactions, so upgrades no longer stop the queue).
  */
-export const migrations: readonly Migration[] = [m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012, m013, m014, m015, m016, m017, m018, m019, m020, m021, m022, m023, m024, m025, m026, m027, m028, m029, m030, m031];
+export const migrations: readonly Migration[] = [m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012, m013, m014, m015, m016, m017, m018, m019, m020, m021, m022, m023, m024, m025, m026, m027, m028, m029, m030, m031, m032];

@@ -790,7 +790,8 @@ export function byIdJson(ids: readonly string[], fields: readonly Readonly<Recor
  * by backend so concurrent workers seldom wait on one counter row. Only the statements
  * that finish attempts pay for it — claims and heartbeats do not. `moved`: a CTE among
  * `ctes` whose rows (id, kind, status) the statement finished too (a completion's jobs
- * moved to done_jobs), counted and announced with the update's.
+ * moved to done_jobs), counted and announced with the update's; the update then also
+ * returns `batch_id` and counts the batch members it finished (see batchesCounted).
  */
 function counted(
   s: string,
@@ -816,8 +817,8 @@ function counted(
   return `
       WITH ${ctes}${moved ? "updated" : "changed"} AS (
         ${update}
-        RETURNING j.id, j.kind, j.status${outcome === "rescue" ? ", d.refund" : ""}
-      )${moved ? `, changed AS (SELECT id, kind, status FROM updated UNION ALL SELECT id, kind, status FROM ${moved})` : ""}, tallied AS (
+        RETURNING j.id, j.kind, j.status${outcome === "rescue" ? ", d.refund" : ""}${moved ? ", j.batch_id" : ""}
+      )${moved ? `, changed AS (SELECT id, kind, status FROM updated UNION ALL SELECT id, kind, status FROM ${moved}), ${batchesCounted(s)}` : ""}, tallied AS (
         INSERT INTO ${s}.outcome_counts AS c (bucket, kind, shard, done, failed, died${timeouts ? ", timed_out" : ""})
         SELECT to_timestamp(floor(extract(epoch FROM now()) / 10) * 10), kind, pg_backend_pid() % 4, ${tallies}${timeouts ? ", count(*)" : ""}
         FROM changed GROUP BY kind ORDER BY kind
@@ -827,6 +828,32 @@ function counted(
           })${keptDone}
       SELECT ${returning}, ${waitNotice(waitChannel, "f", "WHERE status IN ('done', 'dead')")} FROM changed`;
 }
+
+/**
+ * A completion's batch members (the rows of `updated`, done now, each open before: the
+ * update takes running rows only), counted once per batch: CTEs that update each of their
+ * batches' rows once, where the member trigger would update it once per member (migration
+ * 032). The rows are found by id (no join: with none of the statement's rows in a batch,
+ * as usual, nothing is read), and the counts per batch come from one object. A batch whose count of unfinished members reaches 0 here gets its
+ * callback from the batch row's trigger, at the end of the statement.
+ */
+function batchesCounted(s: string): string {
+  const members = "(SELECT jsonb_object_agg(batch_id, n) FROM batch_counts) ->> b.id::text";
+  return `batch_counts AS (
+        SELECT batch_id, count(*)::int AS n FROM updated WHERE batch_id IS NOT NULL GROUP BY batch_id
+      ), batched AS (
+        UPDATE ${s}.batches b SET remaining = b.remaining - (${members})::int, done = b.done + (${members})::int
+        WHERE b.id = ANY(ARRAY(SELECT batch_id FROM batch_counts)) AND b.finished_at IS NULL
+      )`;
+}
+
+/**
+ * The mark that a statement counts its batch members itself (see batchesCounted): a
+ * condition of its update, true, that sets errand.batch_counted to the statement's start
+ * for the rest of its transaction before any row is updated. The member trigger passes
+ * over rows updated while the mark names the statement under way (migration 032).
+ */
+const countsBatches = "set_config('errand.batch_counted', statement_timestamp()::text, true) IS NOT NULL";
 
 /**
  * The completed jobs that move to done_jobs (see migration 018): no dedupe key, batch or
@@ -873,7 +900,7 @@ function completion(s: string, waitChannel: string, ids: string, held: string, r
     `UPDATE ${jobs} j
       SET status = 'done', attempts = ${heldAttempt}, started_at = coalesce(j.started_at, now()),
           locked_until = NULL, locked_by = NULL, finished_at = now(), result = ${result}, progress = ${progress}
-      WHERE j.id = ANY(ARRAY(SELECT unnest(${ids}) EXCEPT ALL SELECT id FROM gone)) AND ${held}`,
+      WHERE j.id = ANY(ARRAY(SELECT unnest(${ids}) EXCEPT ALL SELECT id FROM gone)) AND ${held} AND ${countsBatches}`,
     "id",
     "done",
     "moved",

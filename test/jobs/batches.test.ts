@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { type BatchCallbackPayload, type BatchSummary, Errand, NotFoundError, PermanentError, ValidationError, defineJobs, json } from "../../src/index.js";
+import { byId, queriesFor } from "../../src/sql/jobs.js";
 import { useTestErrand } from "../support/db.js";
 
 const t = useTestErrand({ maxPayloadBytes: 1000 });
@@ -54,6 +55,34 @@ describe("errand.batch", () => {
     expect(more).toEqual([]);
     expect(callback!.payload).toEqual({ batch: { id: batchId, total: 20, done: 20, dead: 0, cancelled: 0, failedIds: [] } });
     expect((await t.errand.batchMembers(batchId)).map((m) => [m.id, m.status])).toEqual(jobIds.map((id) => [id, "done"]));
+  });
+
+  it("a completion updates its batch's row once however many members it finishes; other statements still count member by member", async () => {
+    const { batchId, jobIds } = await t.errand.batch({ jobs: Array.from({ length: 30 }, (_, n) => ({ kind: "work", payload: { n } })), then: { kind: "report" } });
+    await t.sql(`UPDATE ${t.schema}.jobs SET status = 'running', attempts = 1, started_at = now(), locked_by = 'w', locked_until = now() + interval '1 hour' WHERE batch_id = $1`, [batchId]);
+    // Every write of the batch's row, as it left it.
+    await t.sql(`CREATE TABLE ${t.schema}.batch_writes (n serial, remaining int)`);
+    await t.sql(`CREATE FUNCTION ${t.schema}.note_batch_write() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN INSERT INTO ${t.schema}.batch_writes (remaining) VALUES (NEW.remaining); RETURN NULL; END $$`);
+    await t.sql(`CREATE TRIGGER note_batch_write AFTER UPDATE ON ${t.schema}.batches FOR EACH ROW EXECUTE FUNCTION ${t.schema}.note_batch_write()`);
+    const writes = async () => (await t.sql<{ remaining: number }>(`SELECT remaining FROM ${t.schema}.batch_writes ORDER BY n`)).map((row) => row.remaining);
+    const complete = async (ids: readonly string[]) => (await t.sql(queriesFor(t.schema).complete.text, [ids, byId(ids, ids.map(() => 1)), "w"])).length;
+
+    expect(await complete(jobIds.slice(0, 20))).toBe(20);
+    expect(await writes()).toEqual([10]);
+    expect(await t.errand.getBatch(batchId)).toMatchObject({ status: "open", remaining: 10, done: 20 });
+    // A plain SQL update goes through the member trigger.
+    await t.sql(`UPDATE ${t.schema}.jobs SET status = 'cancelled', locked_by = NULL, locked_until = NULL, finished_at = now() WHERE id = $1`, [jobIds[20]]);
+    expect(await writes()).toEqual([10, 9]);
+    expect(await callbacks()).toEqual([]);
+
+    // The completion of the last nine: one count, then the finish.
+    expect(await complete(jobIds.slice(21))).toBe(9);
+    expect(await writes()).toEqual([10, 9, 0, 0]);
+    const [callback, ...more] = await callbacks();
+    expect(more).toEqual([]);
+    expect(callback!.payload).toEqual({ batch: { id: batchId, total: 30, done: 29, dead: 0, cancelled: 1, failedIds: [jobIds[20]] } });
+    expect(await t.errand.getBatch(batchId)).toMatchObject({ status: "finished", remaining: 0, done: 29, cancelled: 1, callbackJobId: callback!.id });
   });
 
   it("a dead member retried before the batch finished counts as unfinished again; retried after, it runs alone and no second callback comes", async () => {
