@@ -834,15 +834,17 @@ function counted(
  * update takes running rows only), counted once per batch: CTEs that update each of their
  * batches' rows once, where the member trigger would update it once per member (migration
  * 032). The rows are found by id (no join: with none of the statement's rows in a batch,
- * as usual, nothing is read), and the counts per batch come from one object. A batch whose count of unfinished members reaches 0 here gets its
- * callback from the batch row's trigger, at the end of the statement.
+ * as usual, nothing is read), and the counts per batch come from one object. A batch whose
+ * count of unfinished members reaches 0 here gets its callback from the batch row's
+ * trigger, at the end of the statement.
  */
 function batchesCounted(s: string): string {
-  const members = "(SELECT jsonb_object_agg(batch_id, n) FROM batch_counts) ->> b.id::text";
+  /** How many of batch b's members the statement finished. */
+  const finished = "((SELECT jsonb_object_agg(batch_id, n) FROM batch_counts) ->> b.id::text)::int";
   return `batch_counts AS (
         SELECT batch_id, count(*)::int AS n FROM updated WHERE batch_id IS NOT NULL GROUP BY batch_id
       ), batched AS (
-        UPDATE ${s}.batches b SET remaining = b.remaining - (${members})::int, done = b.done + (${members})::int
+        UPDATE ${s}.batches b SET remaining = b.remaining - ${finished}, done = b.done + ${finished}
         WHERE b.id = ANY(ARRAY(SELECT batch_id FROM batch_counts)) AND b.finished_at IS NULL
       )`;
 }
