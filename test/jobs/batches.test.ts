@@ -57,7 +57,7 @@ describe("errand.batch", () => {
     expect((await t.errand.batchMembers(batchId)).map((m) => [m.id, m.status])).toEqual(jobIds.map((id) => [id, "done"]));
   });
 
-  it("a completion updates its batch's row once however many members it finishes; other statements still count member by member", async () => {
+  it("each of errand's statements that finishes members updates their batch's row once, however many; plain SQL counts member by member", async () => {
     const { batchId, jobIds } = await t.errand.batch({ jobs: Array.from({ length: 30 }, (_, n) => ({ kind: "work", payload: { n } })), then: { kind: "report" } });
     await t.sql(`UPDATE ${t.schema}.jobs SET status = 'running', attempts = 1, started_at = now(), locked_by = 'w', locked_until = now() + interval '1 hour' WHERE batch_id = $1`, [batchId]);
     // Every write of the batch's row, as it left it.
@@ -66,23 +66,48 @@ describe("errand.batch", () => {
       BEGIN INSERT INTO ${t.schema}.batch_writes (remaining) VALUES (NEW.remaining); RETURN NULL; END $$`);
     await t.sql(`CREATE TRIGGER note_batch_write AFTER UPDATE ON ${t.schema}.batches FOR EACH ROW EXECUTE FUNCTION ${t.schema}.note_batch_write()`);
     const writes = async () => (await t.sql<{ remaining: number }>(`SELECT remaining FROM ${t.schema}.batch_writes ORDER BY n`)).map((row) => row.remaining);
-    const complete = async (ids: readonly string[]) => (await t.sql(queriesFor(t.schema).complete.text, [ids, byId(ids, ids.map(() => 1)), "w"])).length;
+    const q = queriesFor(t.schema);
+    const complete = async (ids: readonly string[]) => (await t.sql(q.complete.text, [ids, byId(ids, ids.map(() => 1)), "w"])).length;
 
     expect(await complete(jobIds.slice(0, 20))).toBe(20);
     expect(await writes()).toEqual([10]);
     expect(await t.errand.getBatch(batchId)).toMatchObject({ status: "open", remaining: 10, done: 20 });
+    // Failures: three for good, one to be retried (still unfinished).
+    const failing = jobIds.slice(20, 24);
+    const failed = await t.sql<{ status: string }>(q.fail.text, [failing, byId(failing, failing.map((_, n) => [1, 1000, n < 3, "boom"])), "w"]);
+    expect(failed.map((row) => row.status).sort()).toEqual(["dead", "dead", "dead", "ready"]);
+    expect(await writes()).toEqual([10, 7]);
     // A plain SQL update goes through the member trigger.
-    await t.sql(`UPDATE ${t.schema}.jobs SET status = 'cancelled', locked_by = NULL, locked_until = NULL, finished_at = now() WHERE id = $1`, [jobIds[20]]);
-    expect(await writes()).toEqual([10, 9]);
+    await t.sql(`UPDATE ${t.schema}.jobs SET status = 'cancelled', locked_by = NULL, locked_until = NULL, finished_at = now() WHERE id = $1`, [jobIds[24]]);
+    expect(await writes()).toEqual([10, 7, 6]);
+    // errand's cancel: the member waiting for its retry and a running one.
+    expect((await t.errand.cancel({ ids: [jobIds[23]!, jobIds[25]!] })).sort()).toEqual([jobIds[23], jobIds[25]].sort());
+    expect(await writes()).toEqual([10, 7, 6, 4]);
+    // The rescuer buries two whose lease ran out on their last attempt.
+    await t.sql(`UPDATE ${t.schema}.jobs SET attempts = max_attempts, locked_until = now() - interval '1 minute' WHERE id = ANY($1)`, [jobIds.slice(26, 28)]);
+    expect((await t.errand.rescuer().runOnce()).dead).toBe(2);
+    expect(await writes()).toEqual([10, 7, 6, 4, 2]);
     expect(await callbacks()).toEqual([]);
 
-    // The completion of the last nine: one count, then the finish.
-    expect(await complete(jobIds.slice(21))).toBe(9);
-    expect(await writes()).toEqual([10, 9, 0, 0]);
+    // The completion of the last two: one count, then the finish.
+    expect(await complete(jobIds.slice(28))).toBe(2);
+    expect(await writes()).toEqual([10, 7, 6, 4, 2, 0, 0]);
     const [callback, ...more] = await callbacks();
     expect(more).toEqual([]);
-    expect(callback!.payload).toEqual({ batch: { id: batchId, total: 30, done: 29, dead: 0, cancelled: 1, failedIds: [jobIds[20]] } });
-    expect(await t.errand.getBatch(batchId)).toMatchObject({ status: "finished", remaining: 0, done: 29, cancelled: 1, callbackJobId: callback!.id });
+    const failedIds = [...jobIds.slice(20, 28)].sort((a, b) => Number(a) - Number(b));
+    expect(callback!.payload).toEqual({ batch: { id: batchId, total: 30, done: 22, dead: 5, cancelled: 3, failedIds } });
+    expect(await t.errand.getBatch(batchId)).toMatchObject({ status: "finished", remaining: 0, done: 22, dead: 5, cancelled: 3, callbackJobId: callback!.id });
+  });
+
+  it("a cancel by kind finishes a batch of ready and running members, with one callback", async () => {
+    const { batchId } = await t.errand.batch({ jobs: Array.from({ length: 50 }, (_, n) => ({ kind: "many", payload: { n } })), then: { kind: "report" } });
+    await t.sql(`UPDATE ${t.schema}.jobs SET status = 'running', attempts = 1, started_at = now(), locked_by = 'w', locked_until = now() + interval '1 hour' WHERE batch_id = $1 AND id % 2 = 0`, [batchId]);
+    expect(await t.errand.cancel({ kind: "many" })).toHaveLength(50);
+    expect(await t.errand.getBatch(batchId)).toMatchObject({ status: "finished", remaining: 0, done: 0, cancelled: 50 });
+    const [callback, ...more] = await callbacks();
+    expect(more).toEqual([]);
+    expect(callback!.payload.batch).toMatchObject({ total: 50, cancelled: 50 });
+    expect(callback!.payload.batch.failedIds).toHaveLength(50);
   });
 
   it("a dead member retried before the batch finished counts as unfinished again; retried after, it runs alone and no second callback comes", async () => {
