@@ -685,7 +685,9 @@ function build(s: string, channel: string, waitChannel: string): Queries {
 
     /*
      * retryDead — dead jobs back to ready with attempts reset; last_error and the errors
-     * history are kept. $1 id bigint[] (null = by kind), $2 kind (null = any); rows: id
+     * history are kept. Members of a batch not finished yet count as unfinished again, once
+     * per batch (see batchesCounted). $1 id bigint[] (null = by kind), $2 kind (null = any);
+     * rows: id
      */
     retryDead: statement(`
       WITH retried AS (
@@ -693,9 +695,9 @@ function build(s: string, channel: string, waitChannel: string): Queries {
         SET status = 'ready', attempts = 0, run_at = now(), finished_at = NULL
         WHERE j.outcome = 'dead'
           AND ($1::bigint[] IS NULL OR j.id = ANY($1::bigint[]))
-          AND ($2::text IS NULL OR j.kind = $2)
-        RETURNING j.id
-      )
+          AND ($2::text IS NULL OR j.kind = $2) AND ${countsBatches}
+        RETURNING j.id, j.batch_id
+      ), ${batchesCounted(s, "retried", true)}
       SELECT retried.id, pg_notify('${channel}', '') IS NULL AS notified FROM retried`),
 
     /* discardDead — deletes dead jobs; same filters as retryDead; rows: id */
@@ -841,7 +843,8 @@ function counted(
 
 /**
  * The batch members a statement finished (the rows of `rows`, each open before: the
- * statements that call this take ready or running rows only), counted once per batch:
+ * statements that call this take ready or running rows only) or, `reopened`, took back
+ * from dead to ready (retryDead: unfinished again), counted once per batch:
  * CTEs that update each of their batches' rows once, where the member trigger would update
  * it once per member, each update walking the row versions the earlier ones left
  * (migration 032). The rows are found by id (no join: with none of the statement's rows in
@@ -850,13 +853,15 @@ function counted(
  * row's trigger, at the end of the statement. The statement's update must carry the mark
  * countsBatches, which keeps the member trigger off its rows.
  */
-function batchesCounted(s: string, rows: string): string {
-  /** How many of batch b's members the statement finished (0), as done (1), dead (2) or cancelled (3). */
+function batchesCounted(s: string, rows: string, reopened = false): string {
+  /** How many of batch b's members the statement finished (0), as done (1), dead (2) or cancelled (3); negative when reopened. */
   const finished = (index: number) => `((SELECT jsonb_object_agg(batch_id, counts) FROM batch_counts) -> b.id::text ->> ${index})::int`;
+  const counts = reopened
+    ? "-count(*), 0, -count(*), 0"
+    : "count(*), count(*) FILTER (WHERE status = 'done'), count(*) FILTER (WHERE status = 'dead'), count(*) FILTER (WHERE status = 'cancelled')";
   return `batch_counts AS (
-        SELECT batch_id, jsonb_build_array(count(*), count(*) FILTER (WHERE status = 'done'), count(*) FILTER (WHERE status = 'dead'),
-                                           count(*) FILTER (WHERE status = 'cancelled')) AS counts
-        FROM ${rows} WHERE batch_id IS NOT NULL AND status IN ('done', 'dead', 'cancelled') GROUP BY batch_id
+        SELECT batch_id, jsonb_build_array(${counts}) AS counts
+        FROM ${rows} WHERE batch_id IS NOT NULL${reopened ? "" : " AND status IN ('done', 'dead', 'cancelled')"} GROUP BY batch_id
       ), batched AS (
         UPDATE ${s}.batches b
         SET remaining = b.remaining - ${finished(0)}, done = b.done + ${finished(1)}, dead = b.dead + ${finished(2)},

@@ -87,16 +87,22 @@ describe("errand.batch", () => {
     await t.sql(`UPDATE ${t.schema}.jobs SET attempts = max_attempts, locked_until = now() - interval '1 minute' WHERE id = ANY($1)`, [jobIds.slice(26, 28)]);
     expect((await t.errand.rescuer().runOnce()).dead).toBe(2);
     expect(await writes()).toEqual([10, 7, 6, 4, 2]);
+    // Three dead ones retried: unfinished again, in one write; then claimed again.
+    const retried = jobIds.slice(20, 23);
+    expect((await t.errand.dead.retry({ ids: retried })).sort()).toEqual([...retried].sort());
+    expect(await writes()).toEqual([10, 7, 6, 4, 2, 5]);
+    expect(await t.errand.getBatch(batchId)).toMatchObject({ status: "open", remaining: 5, dead: 2 });
+    await t.sql(`UPDATE ${t.schema}.jobs SET status = 'running', attempts = 1, started_at = now(), locked_by = 'w', locked_until = now() + interval '1 hour' WHERE id = ANY($1)`, [retried]);
     expect(await callbacks()).toEqual([]);
 
-    // The completion of the last two: one count, then the finish.
-    expect(await complete(jobIds.slice(28))).toBe(2);
-    expect(await writes()).toEqual([10, 7, 6, 4, 2, 0, 0]);
+    // The completion of the last five: one count, then the finish.
+    expect(await complete([...retried, ...jobIds.slice(28)])).toBe(5);
+    expect(await writes()).toEqual([10, 7, 6, 4, 2, 5, 0, 0]);
     const [callback, ...more] = await callbacks();
     expect(more).toEqual([]);
-    const failedIds = [...jobIds.slice(20, 28)].sort((a, b) => Number(a) - Number(b));
-    expect(callback!.payload).toEqual({ batch: { id: batchId, total: 30, done: 22, dead: 5, cancelled: 3, failedIds } });
-    expect(await t.errand.getBatch(batchId)).toMatchObject({ status: "finished", remaining: 0, done: 22, dead: 5, cancelled: 3, callbackJobId: callback!.id });
+    const failedIds = [...jobIds.slice(23, 28)].sort((a, b) => Number(a) - Number(b));
+    expect(callback!.payload).toEqual({ batch: { id: batchId, total: 30, done: 25, dead: 2, cancelled: 3, failedIds } });
+    expect(await t.errand.getBatch(batchId)).toMatchObject({ status: "finished", remaining: 0, done: 25, dead: 2, cancelled: 3, callbackJobId: callback!.id });
   });
 
   it("a cancel by kind finishes a batch of ready and running members, with one callback", async () => {
