@@ -2,12 +2,14 @@ import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { Errand } from "../../src/index.js";
 import { byId, queriesFor } from "../../src/sql/jobs.js";
+import { workerQueriesFor } from "../../src/sql/workers.js";
 import { freshSchema } from "../support/db.js";
 
 // PostgreSQL only. The worker's batch statements must keep a plan that is linear in the
 // batch whatever the table's statistics say and whichever plan (generic or custom) the
 // server caches. A join of `unnest($ids)` to the table once chose a nested loop that
-// compared every running row with every id: 250–400 ms for a 1,000-job completion.
+// compared every running row with every id: 250–400 ms for a 1,000-job completion. So
+// must the statements that take many rows at once: a cancel, an enqueue, stats.
 const url = process.env.ERRAND_TEST_URL!;
 const admin = new pg.Pool({ connectionString: url, max: 2 });
 afterAll(() => admin.end());
@@ -222,6 +224,28 @@ describe("enqueue plans", () => {
       }
     } finally {
       await c.query("DEALLOCATE ALL").catch(() => {});
+      c.release(true);
+      await admin.query(`DROP SCHEMA ${schema} CASCADE`);
+    }
+  });
+});
+
+describe("stats plans", () => {
+  it("look for each queue and kind of ready jobs among the workers once, not for each job", async () => {
+    const schema = freshSchema();
+    const errand = await Errand.open({ connectionString: url, schema, poolSize: 1 });
+    await errand.close();
+    const c = await admin.connect();
+    try {
+      // Each of 3,000 ready jobs was looked for among the workers: 1.6–2.3 s for 1,000,000.
+      await c.query(`INSERT INTO ${schema}.jobs (kind) SELECT 'k' || (g % 3) FROM generate_series(1, 3000) g`);
+      await c.query(`INSERT INTO ${schema}.workers (id, queues, kinds) SELECT 'w' || g, '{default}', '{k0}' FROM generate_series(1, 2) g`);
+      await c.query(`ANALYZE ${schema}.jobs`);
+      const { rows } = await c.query<{ "QUERY PLAN": [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${workerQueriesFor(schema).unserved.text}`);
+      const nodes = flatten(rows[0]!["QUERY PLAN"][0].Plan);
+      expect(nodes[0]!["Actual Rows"]).toBe(2); // k1 and k2
+      for (const n of nodes) expect(n["Actual Loops"]).toBeLessThanOrEqual(3);
+    } finally {
       c.release(true);
       await admin.query(`DROP SCHEMA ${schema} CASCADE`);
     }
