@@ -697,7 +697,7 @@ function build(s: string, channel: string, waitChannel: string): Queries {
           AND ($1::bigint[] IS NULL OR j.id = ANY($1::bigint[]))
           AND ($2::text IS NULL OR j.kind = $2) AND ${countsBatches}
         RETURNING j.id, j.batch_id
-      ), ${batchesCounted(s, "retried", true)}
+      ), ${batchesCounted(s, "retried", "reopened")}
       SELECT retried.id, pg_notify('${channel}', '') IS NULL AS notified FROM retried`),
 
     /* discardDead — deletes dead jobs; same filters as retryDead; rows: id */
@@ -741,7 +741,7 @@ function build(s: string, channel: string, waitChannel: string): Queries {
         FROM found f
         WHERE j.id = f.id AND (SELECT ok FROM allowed) AND ${countsBatches}
         RETURNING j.id, j.kind, j.status, j.batch_id
-      ), ${batchesCounted(s, "changed")}, tallied AS (
+      ), ${batchesCounted(s, "changed", "finished")}, tallied AS (
         INSERT INTO ${s}.outcome_counts AS c (bucket, kind, shard, cancelled)
         SELECT to_timestamp(floor(extract(epoch FROM now()) / 10) * 10), kind, pg_backend_pid() % 4, count(*)
         FROM changed GROUP BY kind ORDER BY kind
@@ -830,7 +830,7 @@ function counted(
       WITH ${ctes}${moved ? "updated" : "changed"} AS (
         ${update}
         RETURNING j.id, j.kind, j.status, j.batch_id${outcome === "rescue" ? ", d.refund" : ""}
-      )${moved ? `, changed AS (SELECT id, kind, status FROM updated UNION ALL SELECT id, kind, status FROM ${moved})` : ""}, ${batchesCounted(s, moved ? "updated" : "changed")}, tallied AS (
+      )${moved ? `, changed AS (SELECT id, kind, status FROM updated UNION ALL SELECT id, kind, status FROM ${moved})` : ""}, ${batchesCounted(s, moved ? "updated" : "changed", outcome === "done" ? "done" : "finished")}, tallied AS (
         INSERT INTO ${s}.outcome_counts AS c (bucket, kind, shard, done, failed, died${timeouts ? ", timed_out" : ""})
         SELECT to_timestamp(floor(extract(epoch FROM now()) / 10) * 10), kind, pg_backend_pid() % 4, ${tallies}${timeouts ? ", count(*)" : ""}
         FROM changed GROUP BY kind ORDER BY kind
@@ -842,10 +842,12 @@ function counted(
 }
 
 /**
- * The batch members a statement finished (the rows of `rows`, each open before: the
- * statements that call this take ready or running rows only) or, `reopened`, took back
- * from dead to ready (retryDead: unfinished again), counted once per batch:
- * CTEs that update each of their batches' rows once, where the member trigger would update
+ * The batch members a statement moved (the rows of `rows`), counted once per batch. `moves`:
+ * what the rows did: all finished as done (`done`: a completion), each finished as done,
+ * dead or cancelled or not at all (`finished`: a failure, a rescue, a cancel; ready or
+ * running before, as the statements that say so take only those), or all went from dead
+ * back to ready (`reopened`: retryDead; unfinished again). Its CTEs update each of their
+ * batches' rows once, where the member trigger would update
  * it once per member, each update walking the row versions the earlier ones left
  * (migration 032). The rows are found by id (no join: with none of the statement's rows in
  * a batch, as usual, nothing is read), and the counts per batch come from one object. A
@@ -853,19 +855,23 @@ function counted(
  * row's trigger, at the end of the statement. The statement's update must carry the mark
  * countsBatches, which keeps the member trigger off its rows.
  */
-function batchesCounted(s: string, rows: string, reopened = false): string {
-  /** How many of batch b's members the statement finished (0), as done (1), dead (2) or cancelled (3); negative when reopened. */
-  const finished = (index: number) => `((SELECT jsonb_object_agg(batch_id, counts) FROM batch_counts) -> b.id::text ->> ${index})::int`;
-  const counts = reopened
-    ? "-count(*), 0, -count(*), 0"
-    : "count(*), count(*) FILTER (WHERE status = 'done'), count(*) FILTER (WHERE status = 'dead'), count(*) FILTER (WHERE status = 'cancelled')";
+function batchesCounted(s: string, rows: string, moves: "done" | "finished" | "reopened"): string {
+  /** What the members counted do to their batch's row: [column, sign, which members (a filter; all when absent)]. */
+  const changes: readonly (readonly [string, "+" | "-", string?])[] =
+    moves === "done"
+      ? [["remaining", "-"], ["done", "+"]]
+      : moves === "reopened"
+        ? [["remaining", "+"], ["dead", "-"]]
+        : [["remaining", "-"], ["done", "+", "status = 'done'"], ["dead", "+", "status = 'dead'"], ["cancelled", "+", "status = 'cancelled'"]];
+  const counts = changes.map(([, , which]) => `count(*)${which ? ` FILTER (WHERE ${which})` : ""}`);
+  /** The statement's count of batch b's members at `index` of counts. */
+  const counted = (index: number) => `((SELECT jsonb_object_agg(batch_id, counts) FROM batch_counts) -> b.id::text ->> ${index})::int`;
   return `batch_counts AS (
-        SELECT batch_id, jsonb_build_array(${counts}) AS counts
-        FROM ${rows} WHERE batch_id IS NOT NULL${reopened ? "" : " AND status IN ('done', 'dead', 'cancelled')"} GROUP BY batch_id
+        SELECT batch_id, jsonb_build_array(${counts.join(", ")}) AS counts
+        FROM ${rows} WHERE batch_id IS NOT NULL${moves === "finished" ? " AND status IN ('done', 'dead', 'cancelled')" : ""} GROUP BY batch_id
       ), batched AS (
         UPDATE ${s}.batches b
-        SET remaining = b.remaining - ${finished(0)}, done = b.done + ${finished(1)}, dead = b.dead + ${finished(2)},
-            cancelled = b.cancelled + ${finished(3)}
+        SET ${changes.map(([column, sign], index) => `${column} = b.${column} ${sign} ${counted(index)}`).join(", ")}
         WHERE b.id = ANY(ARRAY(SELECT batch_id FROM batch_counts)) AND b.finished_at IS NULL
       )`;
 }
