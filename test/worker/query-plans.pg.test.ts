@@ -60,15 +60,33 @@ async function nestedPlans(c: pg.PoolClient, sql: string): Promise<string[]> {
   return plans;
 }
 
+/**
+ * Runs `fn` on a connection of its own, on a schema of its own that errand migrated (and
+ * `fill` filled first, through errand), then drops both.
+ */
+async function inFreshSchema(fn: (schema: string, c: pg.PoolClient) => Promise<void>, fill?: (errand: Errand) => Promise<unknown>): Promise<void> {
+  const schema = freshSchema();
+  const errand = await Errand.open({ connectionString: url, schema, poolSize: 1 });
+  try {
+    await fill?.(errand);
+  } finally {
+    await errand.close();
+  }
+  const c = await admin.connect();
+  try {
+    await fn(schema, c);
+  } finally {
+    await c.query("DEALLOCATE ALL").catch(() => {});
+    c.release(true);
+    await admin.query(`DROP SCHEMA ${schema} CASCADE`);
+  }
+}
+
 describe("batch statement plans", () => {
   for (const [state, fill] of Object.entries(statistics)) {
     for (const mode of ["force_generic_plan", "force_custom_plan"]) {
-      it(`stay linear after ANALYZE saw ${state} (${mode})`, async () => {
-        const schema = freshSchema();
-        const errand = await Errand.open({ connectionString: url, schema, poolSize: 1 });
-        await errand.close();
-        const c = await admin.connect();
-        try {
+      it(`stay linear after ANALYZE saw ${state} (${mode})`, () =>
+        inFreshSchema(async (schema, c) => {
           await fill(schema, c);
           await c.query(`ANALYZE ${schema}.jobs`);
           // Then the table fills up and a worker holds a thousand jobs, unseen by ANALYZE.
@@ -186,57 +204,41 @@ describe("batch statement plans", () => {
           const scans = cancel.filter((n) => n["Node Type"] === "CTE Scan");
           expect(scans.length).toBeGreaterThan(0);
           for (const n of scans) expect(n["Actual Loops"]).toBeLessThanOrEqual(1);
-        } finally {
-          await c.query("DEALLOCATE ALL").catch(() => {});
-          c.release(true);
-          await admin.query(`DROP SCHEMA ${schema} CASCADE`);
-        }
-      });
+        }));
     }
   }
 });
 
 describe("enqueue plans", () => {
-  it("match keys through a hash or a lookup, never each with each", async () => {
-    const schema = freshSchema();
-    const errand = await Errand.open({ connectionString: url, schema, poolSize: 1 });
-    const keyed = (mode: string) => Array.from({ length: 2000 }, (_, n) => ({ kind: "k", payload: {}, priority: 0, max_attempts: 8, dedupe_key: `${mode}${n}`, dedupe_mode: mode }));
-    // Jobs whose keys are free again: they finished.
-    await errand.enqueueMany(keyed("queued").map((job) => ({ kind: job.kind, payload: job.payload, dedupeKey: job.dedupe_key, dedupe: "queued" as const })));
-    await errand.close();
-    const c = await admin.connect();
-    try {
-      await c.query(`UPDATE ${schema}.jobs SET status = 'done', finished_at = now()`);
-      await c.query(`ANALYZE ${schema}.jobs`);
-      // The keys a 'replace' batch replaces were left out with `<> ALL(ARRAY(…))`, and the
-      // released keys' rows re-checked with `= ANY(ARRAY(…))`: each compared every row
-      // with every key (about 2 s for 10,000 of either).
-      await c.query(`PREPARE enqueue AS ${queriesFor(schema).enqueue.text}`);
-      for (const mode of ["force_generic_plan", "force_custom_plan"]) {
-        await c.query(`SET plan_cache_mode = ${mode}`);
-        const replacing = await plan(c, "enqueue", `'${JSON.stringify(keyed("replace"))}'::jsonb`);
-        expect(replacing).toMatch(/NOT \(hashed SubPlan \d+\)/);
-        expect(replacing).not.toMatch(/<> ALL/);
-        const again = await plan(c, "enqueue", `'${JSON.stringify(keyed("queued"))}'::jsonb`);
-        const released = again.slice(again.indexOf("CTE released"), again.indexOf("CTE replacing"));
-        expect(released).toMatch(/Update on jobs/);
-        expect(released).not.toMatch(/Filter: [^\n]*= ANY \(\$/);
-      }
-    } finally {
-      await c.query("DEALLOCATE ALL").catch(() => {});
-      c.release(true);
-      await admin.query(`DROP SCHEMA ${schema} CASCADE`);
-    }
-  });
+  const keyed = (mode: string) => Array.from({ length: 2000 }, (_, n) => ({ kind: "k", payload: {}, priority: 0, max_attempts: 8, dedupe_key: `${mode}${n}`, dedupe_mode: mode }));
+  it("match keys through a hash or a lookup, never each with each", () =>
+    inFreshSchema(
+      async (schema, c) => {
+        await c.query(`UPDATE ${schema}.jobs SET status = 'done', finished_at = now()`);
+        await c.query(`ANALYZE ${schema}.jobs`);
+        // The keys a 'replace' batch replaces were left out with `<> ALL(ARRAY(…))`, and the
+        // released keys' rows re-checked with `= ANY(ARRAY(…))`: each compared every row
+        // with every key (about 2 s for 10,000 of either).
+        await c.query(`PREPARE enqueue AS ${queriesFor(schema).enqueue.text}`);
+        for (const mode of ["force_generic_plan", "force_custom_plan"]) {
+          await c.query(`SET plan_cache_mode = ${mode}`);
+          const replacing = await plan(c, "enqueue", `'${JSON.stringify(keyed("replace"))}'::jsonb`);
+          expect(replacing).toMatch(/NOT \(hashed SubPlan \d+\)/);
+          expect(replacing).not.toMatch(/<> ALL/);
+          const again = await plan(c, "enqueue", `'${JSON.stringify(keyed("queued"))}'::jsonb`);
+          const released = again.slice(again.indexOf("CTE released"), again.indexOf("CTE replacing"));
+          expect(released).toMatch(/Update on jobs/);
+          expect(released).not.toMatch(/Filter: [^\n]*= ANY \(\$/);
+        }
+      },
+      // Jobs whose keys are free again: they finished.
+      (errand) => errand.enqueueMany(keyed("queued").map((job) => ({ kind: job.kind, payload: job.payload, dedupeKey: job.dedupe_key, dedupe: "queued" as const }))),
+    ));
 });
 
 describe("stats plans", () => {
-  it("look for each queue and kind of ready jobs among the workers once, not for each job", async () => {
-    const schema = freshSchema();
-    const errand = await Errand.open({ connectionString: url, schema, poolSize: 1 });
-    await errand.close();
-    const c = await admin.connect();
-    try {
+  it("look for each queue and kind of ready jobs among the workers once, not for each job", () =>
+    inFreshSchema(async (schema, c) => {
       // Each of 3,000 ready jobs was looked for among the workers: 1.6–2.3 s for 1,000,000.
       await c.query(`INSERT INTO ${schema}.jobs (kind) SELECT 'k' || (g % 3) FROM generate_series(1, 3000) g`);
       await c.query(`INSERT INTO ${schema}.workers (id, queues, kinds) SELECT 'w' || g, '{default}', '{k0}' FROM generate_series(1, 2) g`);
@@ -245,9 +247,5 @@ describe("stats plans", () => {
       const nodes = flatten(rows[0]!["QUERY PLAN"][0].Plan);
       expect(nodes[0]!["Actual Rows"]).toBe(2); // k1 and k2
       for (const n of nodes) expect(n["Actual Loops"]).toBeLessThanOrEqual(3);
-    } finally {
-      c.release(true);
-      await admin.query(`DROP SCHEMA ${schema} CASCADE`);
-    }
-  });
+    }));
 });
