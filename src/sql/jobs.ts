@@ -847,13 +847,13 @@ function counted(
  * dead or cancelled or not at all (`finished`: a failure, a rescue, a cancel; ready or
  * running before, as the statements that say so take only those), or all went from dead
  * back to ready (`reopened`: retryDead; unfinished again). Its CTEs update each of their
- * batches' rows once, where the member trigger would update
- * it once per member, each update walking the row versions the earlier ones left
- * (migration 032). The rows are found by id (no join: with none of the statement's rows in
- * a batch, as usual, nothing is read), and the counts per batch come from one object. A
- * batch whose count of unfinished members reaches 0 here gets its callback from the batch
- * row's trigger, at the end of the statement. The statement's update must carry the mark
- * countsBatches, which keeps the member trigger off its rows.
+ * batches' rows once, where the member trigger would update it once per member, each
+ * update walking the row versions the earlier ones left (migration 032). The rows are
+ * found by id (no join: with none of the statement's rows in a batch, as usual, nothing is
+ * read), and the counts per batch come from one object. A batch whose count of unfinished
+ * members reaches 0 here gets its callback from the batch row's trigger, at the end of the
+ * statement. The statement's update must carry the mark countsBatches, which keeps the
+ * member trigger off its rows.
  */
 function batchesCounted(s: string, rows: string, moves: "done" | "finished" | "reopened"): string {
   /** What the members counted do to their batch's row: [column, sign, which members (a filter; all when absent)]. */
@@ -865,13 +865,13 @@ function batchesCounted(s: string, rows: string, moves: "done" | "finished" | "r
         : [["remaining", "-"], ["done", "+", "status = 'done'"], ["dead", "+", "status = 'dead'"], ["cancelled", "+", "status = 'cancelled'"]];
   const counts = changes.map(([, , which]) => `count(*)${which ? ` FILTER (WHERE ${which})` : ""}`);
   /** The statement's count of batch b's members at `index` of counts. */
-  const counted = (index: number) => `((SELECT jsonb_object_agg(batch_id, counts) FROM batch_counts) -> b.id::text ->> ${index})::int`;
+  const members = (index: number) => `((SELECT jsonb_object_agg(batch_id, counts) FROM batch_counts) -> b.id::text ->> ${index})::int`;
   return `batch_counts AS (
         SELECT batch_id, jsonb_build_array(${counts.join(", ")}) AS counts
         FROM ${rows} WHERE batch_id IS NOT NULL${moves === "finished" ? " AND status IN ('done', 'dead', 'cancelled')" : ""} GROUP BY batch_id
       ), batched AS (
         UPDATE ${s}.batches b
-        SET ${changes.map(([column, sign], index) => `${column} = b.${column} ${sign} ${counted(index)}`).join(", ")}
+        SET ${changes.map(([column, sign], index) => `${column} = b.${column} ${sign} ${members(index)}`).join(", ")}
         WHERE b.id = ANY(ARRAY(SELECT batch_id FROM batch_counts)) AND b.finished_at IS NULL
       )`;
 }
