@@ -36,17 +36,31 @@ const { postgres, chromium, nats, amqp, absent } = await memo.errandServices;
 // (--data-dir, --database-url, DATABASE_URL).
 const cliOnly = ["test/cli/format.test.ts", "test/cli/limits.test.ts", "test/cli/queues.test.ts", "test/cli/batches.test.ts", "test/observe/cli.test.ts", "test/schedules/cli.test.ts"];
 
+// Most files wait on a database or a child process more than they compute, so three run at
+// once (vitest's default on 2 cores is one: the suite took 24 minutes so). These run alone,
+// after the rest: worker processes under test, and bounds on how long a worker may be held
+// up, which another file's load on the same cores must not decide.
+const alone = ["test/process/**/*.test.ts", "test/database/upgrade-under-load.pg.test.ts"];
+
+// The files whose service is missing (skipped outside CI, saying so).
+const unserved = [
+  ...(absent.includes(chromium) ? ["test/browser/**"] : []),
+  ...(absent.includes(nats) ? ["test/**/*nats*"] : []),
+  ...(absent.includes(amqp) ? ["test/**/*amqp*"] : []),
+];
+
 export default defineConfig({
   test: {
     testTimeout: 60_000,
     hookTimeout: 60_000,
+    maxWorkers: 3,
     projects: [
       {
         extends: true,
         test: {
           name: "pglite",
           include: ["test/**/*.test.ts", "src/**/*.test.ts"],
-          exclude: ["test/process/**", "test/**/*.pg.test.ts", ...(absent.includes(postgres) ? [] : cliOnly)],
+          exclude: [...alone, "test/**/*.pg.test.ts", ...(absent.includes(postgres) ? [] : cliOnly)],
           // The PGlite data directory each test file copies; only this half needs one.
           globalSetup: ["./test/support/global-setup.ts"],
           env: { ERRAND_TEST_DB: "pglite" },
@@ -61,12 +75,17 @@ export default defineConfig({
                 name: "postgres",
                 include: ["test/**/*.test.ts"],
                 // The test command's own test is about this file, not a database: once is enough.
-                exclude: [
-                  "test/package/test-command.test.ts",
-                  ...(absent.includes(chromium) ? ["test/browser/**"] : []),
-                  ...(absent.includes(nats) ? ["test/**/*nats*"] : []),
-                  ...(absent.includes(amqp) ? ["test/**/*amqp*"] : []),
-                ],
+                exclude: [...alone, "test/package/test-command.test.ts", ...unserved],
+                env: { ERRAND_TEST_DB: "postgres", ERRAND_TEST_URL: postgresUrl },
+              },
+            },
+            {
+              extends: true as const,
+              test: {
+                name: "postgres, alone",
+                include: alone,
+                exclude: unserved,
+                maxWorkers: 1,
                 env: { ERRAND_TEST_DB: "postgres", ERRAND_TEST_URL: postgresUrl },
               },
             },
