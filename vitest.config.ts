@@ -38,9 +38,10 @@ const cliOnly = ["test/cli/format.test.ts", "test/cli/limits.test.ts", "test/cli
 
 // Most files wait on a database or a child process more than they compute, so three run at
 // once (vitest's default on 2 cores is one: the suite took 24 minutes so). These run alone,
-// after the rest: worker processes under test, and bounds on how long a worker may be held
-// up, which another file's load on the same cores must not decide.
-const alone = ["test/process/**/*.test.ts", "test/database/upgrade-under-load.pg.test.ts"];
+// after the rest: worker processes under test; bounds on how long a worker may be held up,
+// which another file's load on the same cores must not decide; and a connection's cached
+// plans, which the invalidations of other files' migrations on the same server reset.
+const alone = ["test/process/**/*.test.ts", "test/database/upgrade-under-load.pg.test.ts", "test/database/plan-lifetime.pg.test.ts"];
 
 // The files whose service is missing (skipped outside CI, saying so).
 const unserved = [
