@@ -94,14 +94,13 @@ export interface QueueDepth {
   readonly limit: number | null;
 }
 
-/** Per queue (name order; a queue with no ready or running job is absent unless paused or limited), and the paused kinds. */
-export async function readQueueDepths(driver: Driver, schema: string): Promise<{ queues: Record<string, QueueDepth>; pausedKinds: string[] }> {
+/** The queues paused or limited (their jobs are counted by stats), and the paused kinds. */
+export async function readQueueSettings(driver: Driver, schema: string): Promise<{ queues: Map<string, { paused: boolean; limit: number | null }>; pausedKinds: string[] }> {
   const queries = queueQueriesFor(schema);
-  const [depths, pauses] = await Promise.all([
-    driver.run<{ queue: string; ready: string | number; scheduled: string | number; running: string | number; paused: boolean; concurrency_limit: number | null }>(queries.queueDepths, []),
+  const [settings, pauses] = await Promise.all([
+    driver.run<{ queue: string; paused: boolean; concurrency_limit: number | null }>(queries.queueSettings, []),
     driver.run<{ scope: string; name: string }>(queries.listPauses, []),
   ]);
-  const queues: Record<string, QueueDepth> = {};
-  for (const row of depths.rows) queues[row.queue] = { ready: Number(row.ready), scheduled: Number(row.scheduled), running: Number(row.running), paused: row.paused, limit: row.concurrency_limit === null ? null : Number(row.concurrency_limit) };
+  const queues = new Map(settings.rows.map((row) => [row.queue, { paused: row.paused, limit: row.concurrency_limit === null ? null : Number(row.concurrency_limit) }]));
   return { queues, pausedKinds: pauses.rows.filter((row) => row.scope === "kind").map((row) => row.name) };
 }

@@ -2,10 +2,9 @@ import { defaultJetStreamStatsTimeoutMs } from "../defaults.js";
 import type { Driver } from "../driver/types.js";
 import type { JetStreamQueueStats, JetStreamStatsSource } from "../jetstream/queue.js";
 import { type LimitInfo, readLimits } from "../limits.js";
-import { type QueueDepth, readQueueDepths } from "../queues.js";
+import { type QueueDepth, readQueueSettings } from "../queues.js";
 import { observeQueriesFor } from "../sql/observe.js";
 import { outboxQueriesFor } from "../sql/outbox.js";
-import { workerQueriesFor } from "../sql/workers.js";
 
 /** Outcomes over a recent window. */
 export interface WindowStats {
@@ -96,12 +95,14 @@ export interface UnservedJobs {
 
 interface StatsRow {
   at: Date | string;
+  queue: string | null;
   kind: string | null;
   ready: string | number | null;
   scheduled: string | number | null;
   oldest_ready_ms: string | number | null;
   running: string | number | null;
   expired: string | number | null;
+  unserved: string | number | null;
   dead: string | number | null;
   done: string | number | null;
   cancelled: string | number | null;
@@ -118,16 +119,16 @@ interface StatsRow {
 }
 
 /**
- * Reads the queue's figures in one statement (see `stats` in src/sql/observe.ts for
- * what it costs). Usually called as `errand.stats()`.
+ * Reads the queue's figures: the jobs in one statement (see `stats` in src/sql/observe.ts
+ * for what it costs), beside the small tables of pauses, limits and the outbox. Usually
+ * called as `errand.stats()`.
  */
 export async function readStats(driver: Driver, schema: string, jetstreamQueues: readonly JetStreamStatsSource[] = []): Promise<QueueStats> {
-  const [{ rows }, { queues, pausedKinds }, backlog, limits, unservedRows, jetstream] = await Promise.all([
+  const [{ rows }, settings, backlog, limits, jetstream] = await Promise.all([
     driver.run<StatsRow>(observeQueriesFor(schema).stats, []),
-    readQueueDepths(driver, schema),
+    readQueueSettings(driver, schema),
     driver.run<{ messages: string | number; oldest_ms: string | number | null }>(outboxQueriesFor(schema).backlog, []),
     readLimits(driver, schema),
-    driver.run<{ queue: string; kind: string; ready: string | number }>(workerQueriesFor(schema).unserved, []),
     // NATS being down must not fail the PostgreSQL figures: each queue answers or says why not.
     Promise.all(
       jetstreamQueues.map((queue) =>
@@ -136,12 +137,35 @@ export async function readStats(driver: Driver, schema: string, jetstreamQueues:
     ),
   ]);
   const at = new Date(rows[0]!.at);
+  // The rows come per queue and kind (the waiting and running jobs) and per kind (the history, queue null).
+  const perKind = new Map<string, KindStats[]>();
+  const depths = new Map<string, { ready: number; scheduled: number; running: number }>();
+  const unserved: UnservedJobs[] = [];
+  for (const row of rows) {
+    if (row.kind === null) continue;
+    const parts = perKind.get(row.kind) ?? [];
+    parts.push(toKindStats(row));
+    perKind.set(row.kind, parts);
+    if (row.queue === null) continue;
+    const depth = depths.get(row.queue) ?? { ready: 0, scheduled: 0, running: 0 };
+    depths.set(row.queue, { ready: depth.ready + n(row.ready), scheduled: depth.scheduled + n(row.scheduled), running: depth.running + n(row.running) });
+    if (n(row.unserved) > 0) unserved.push({ queue: row.queue, kind: row.kind, ready: n(row.unserved) });
+  }
   const kinds: Record<string, KindStats> = {};
-  for (const row of rows) if (row.kind !== null) kinds[row.kind] = toKindStats(row);
+  for (const [kind, parts] of perKind) kinds[kind] = parts.length === 1 ? parts[0]! : sumStats(parts);
+  const queues: Record<string, QueueDepth> = {};
+  for (const queue of [...new Set([...depths.keys(), ...settings.queues.keys()])].sort(byName)) {
+    const { paused, limit } = settings.queues.get(queue) ?? { paused: false, limit: null };
+    queues[queue] = { ...(depths.get(queue) ?? { ready: 0, scheduled: 0, running: 0 }), paused, limit };
+  }
+  unserved.sort((a, b) => byName(a.queue, b.queue) || byName(a.kind, b.kind));
   const { messages, oldest_ms } = backlog.rows[0]!;
   const outbox = { messages: Number(messages), oldestAgeMs: oldest_ms === null ? null : Math.max(0, Math.round(Number(oldest_ms))) };
-  const unserved = unservedRows.rows.map((row) => ({ queue: row.queue, kind: row.kind, ready: Number(row.ready) }));
-  return { at, total: sumStats(Object.values(kinds)), kinds, queues, pausedKinds, limits, unserved, outbox, ...(jetstream.length > 0 ? { jetstream } : {}) };
+  return { at, total: sumStats(Object.values(kinds)), kinds, queues, pausedKinds: settings.pausedKinds, limits, unserved, outbox, ...(jetstream.length > 0 ? { jetstream } : {}) };
+}
+
+function byName(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 function toKindStats(row: StatsRow): KindStats {

@@ -1,5 +1,6 @@
 import type { Statement } from "../driver/types.js";
 import { memoisePerSchema, qualified, statement } from "./statement.js";
+import { workerStaleSeconds } from "./workers.js";
 
 /** The statements of stats, the pruner and alerts, for one schema. */
 export interface ObserveQueries {
@@ -23,46 +24,60 @@ function build(s: string): ObserveQueries {
   const jobs = `${s}.jobs`;
   return {
     /*
-     * stats — every figure per kind in one round trip. Each arm reads one partial index
-     * (the waiting and running jobs through jobs_open_plain and jobs_open_keyed, one branch each; jobs_outcome_dead) or a small counter table, so the cost grows
-     * with the backlog (ready, running, dead), never with the done or cancelled history.
+     * stats — every figure per queue and kind in one round trip. Each arm reads one partial
+     * index (the waiting and running jobs through jobs_open_plain and jobs_open_keyed, one
+     * branch each; jobs_outcome_dead) or a small table, so the cost grows with the backlog
+     * (ready, running, dead), never with the done or cancelled history. The waiting and
+     * running jobs are read once, grouped by queue and kind: the figures per kind, the queue
+     * depths and the ready jobs no live worker serves all come from those groups (three
+     * reads side by side took 0.58–0.65 s with 1,000,000 ready jobs on 2 cores, one read
+     * 0.22–0.26 s). The groups meet the live workers' pairs of queue and kind in a hash
+     * join: looked for among the workers one group at a time, the estimate of 40,000
+     * groups on that table made the plan's cost high enough for JIT compilation (1.2 s).
      * A run_at of -infinity (possible from plain SQL) counts as ready but has no age:
      * subtracting it fails on PostgreSQL before 16, and an infinite age is no figure.
-     * No params. rows: at (now()), kind (null when there are no jobs), ready, scheduled,
-     * oldest_ready_ms, running, expired, dead, done, cancelled, done_1m, failed_1m, died_1m,
-     * timed_out_1m, cancelled_1m, done_1h, failed_1h, died_1h, timed_out_1h, cancelled_1h
-     * (counts as bigint strings)
+     * No params. rows, in kind then queue order: at (now()), queue (null on the rows of
+     * the history, counted per kind only), kind (null when there are no jobs), ready,
+     * scheduled, oldest_ready_ms, running, expired, unserved (ready jobs, due or not, when no
+     * worker seen within ${workerStaleSeconds} s has both their queue and kind; else 0), dead, done,
+     * cancelled, done_1m, failed_1m, died_1m, timed_out_1m, cancelled_1m, done_1h, failed_1h,
+     * died_1h, timed_out_1h, cancelled_1h (counts as bigint strings)
      */
     stats: statement(`
-      SELECT n.at, x.kind,
+      SELECT n.at, x.queue, x.kind,
              sum(x.ready) AS ready, sum(x.scheduled) AS scheduled,
              extract(epoch FROM n.at - min(x.oldest)) * 1000 AS oldest_ready_ms,
-             sum(x.running) AS running, sum(x.expired) AS expired, sum(x.dead) AS dead, sum(x.done) AS done,
-             sum(x.cancelled) AS cancelled,
+             sum(x.running) AS running, sum(x.expired) AS expired, sum(x.unserved) AS unserved,
+             sum(x.dead) AS dead, sum(x.done) AS done, sum(x.cancelled) AS cancelled,
              sum(x.done_1m) AS done_1m, sum(x.failed_1m) AS failed_1m, sum(x.died_1m) AS died_1m,
              sum(x.timed_out_1m) AS timed_out_1m, sum(x.cancelled_1m) AS cancelled_1m,
              sum(x.done_1h) AS done_1h, sum(x.failed_1h) AS failed_1h, sum(x.died_1h) AS died_1h,
              sum(x.timed_out_1h) AS timed_out_1h, sum(x.cancelled_1h) AS cancelled_1h
       FROM (SELECT now() AS at) n
       LEFT JOIN (
-        SELECT kind, count(*) FILTER (WHERE status = 'ready' AND run_at <= now()) AS ready,
-               count(*) FILTER (WHERE status = 'ready' AND run_at > now()) AS scheduled,
-               min(run_at) FILTER (WHERE status = 'ready' AND run_at <= now() AND isfinite(run_at)) AS oldest,
-               count(*) FILTER (WHERE status = 'running') AS running, count(*) FILTER (WHERE status = 'running' AND locked_until < now()) AS expired,
+        SELECT o.queue, o.kind, o.ready, o.scheduled, o.oldest, o.running, o.expired,
+               CASE WHEN served.queue IS NULL THEN o.ready + o.scheduled ELSE 0 END AS unserved,
                0 AS dead, 0 AS done, 0 AS cancelled,
                0 AS done_1m, 0 AS failed_1m, 0 AS died_1m, 0 AS timed_out_1m, 0 AS cancelled_1m,
                0 AS done_1h, 0 AS failed_1h, 0 AS died_1h, 0 AS timed_out_1h, 0 AS cancelled_1h
-        FROM (SELECT kind, status, run_at, locked_until FROM ${jobs} WHERE outcome IS NULL AND concurrency_key IS NULL
-              UNION ALL SELECT kind, status, run_at, locked_until FROM ${jobs} WHERE outcome IS NULL AND concurrency_key IS NOT NULL) r
-        GROUP BY kind
+        FROM (SELECT queue, kind, count(*) FILTER (WHERE status = 'ready' AND run_at <= now()) AS ready,
+                     count(*) FILTER (WHERE status = 'ready' AND run_at > now()) AS scheduled,
+                     min(run_at) FILTER (WHERE status = 'ready' AND run_at <= now() AND isfinite(run_at)) AS oldest,
+                     count(*) FILTER (WHERE status = 'running') AS running, count(*) FILTER (WHERE status = 'running' AND locked_until < now()) AS expired
+              FROM (SELECT queue, kind, status, run_at, locked_until FROM ${jobs} WHERE outcome IS NULL AND concurrency_key IS NULL
+                    UNION ALL SELECT queue, kind, status, run_at, locked_until FROM ${jobs} WHERE outcome IS NULL AND concurrency_key IS NOT NULL) r
+              GROUP BY queue, kind) o
+        LEFT JOIN (SELECT DISTINCT q.queue, k.kind
+                   FROM ${s}.workers w, unnest(w.queues) AS q(queue), unnest(w.kinds) AS k(kind)
+                   WHERE w.seen_at > now() - interval '${workerStaleSeconds} seconds') served ON served.queue = o.queue AND served.kind = o.kind
         UNION ALL
-        SELECT kind, 0, 0, NULL, 0, 0, count(*), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
+        SELECT NULL, kind, 0, 0, NULL, 0, 0, 0, count(*), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
         FROM ${jobs} WHERE outcome = 'dead' GROUP BY kind
         UNION ALL
-        SELECT kind, 0, 0, NULL, 0, 0, 0, sum(done), sum(cancelled), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
+        SELECT NULL, kind, 0, 0, NULL, 0, 0, 0, 0, sum(done), sum(cancelled), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
         FROM ${s}.done_counts GROUP BY kind
         UNION ALL
-        SELECT kind, 0, 0, NULL, 0, 0, 0, 0, 0,
+        SELECT NULL, kind, 0, 0, NULL, 0, 0, 0, 0, 0, 0,
                sum(done) FILTER (WHERE bucket > now() - interval '1 minute'),
                sum(failed) FILTER (WHERE bucket > now() - interval '1 minute'),
                sum(died) FILTER (WHERE bucket > now() - interval '1 minute'),
@@ -71,8 +86,8 @@ function build(s: string): ObserveQueries {
                sum(done), sum(failed), sum(died), sum(timed_out), sum(cancelled)
         FROM ${s}.outcome_counts WHERE bucket > now() - interval '1 hour' GROUP BY kind
       ) x ON true
-      GROUP BY n.at, x.kind
-      ORDER BY x.kind`),
+      GROUP BY n.at, x.queue, x.kind
+      ORDER BY x.kind, x.queue`),
 
     /*
      * pruneDone — deletes one batch of done jobs finished more than $1 ms ago, oldest

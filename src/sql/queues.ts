@@ -15,7 +15,7 @@ export interface QueueQueries {
   readonly listPauses: Statement;
   readonly workerGates: Statement;
   readonly nextDue: Statement;
-  readonly queueDepths: Statement;
+  readonly queueSettings: Statement;
 }
 
 /** The statements for `schema` (memoised). */
@@ -67,28 +67,16 @@ function build(s: string, channel: string): QueueQueries {
              (extract(epoch FROM (SELECT min(run_at) FROM ${jobs} WHERE status = 'ready' AND outcome IS NULL AND queue = $1::text AND concurrency_key IS NOT NULL AND kind = ANY($2::text[])) - now()) * 1000)::float8 AS keyed_ms`, true),
 
     /*
-     * queueDepths — per queue: ready (due now), scheduled (due later), running, and
-     * whether it is paused, and its concurrency limit (queue_limits). Reads the waiting and running jobs (jobs_open_plain and
-     * jobs_open_keyed, one branch each), so it costs what the backlog does, never the history; a paused
-     * or limited queue with no jobs is listed too. No params. rows: queue, ready, scheduled, running (bigint
-     * strings), paused, concurrency_limit (null: none)
+     * queueSettings — every queue paused or given a concurrency limit (queue_limits): whether
+     * it is paused, and its limit. Its jobs are counted by stats (src/sql/observe.ts), in the
+     * one read of the waiting and running jobs. No params. rows: queue, paused, concurrency_limit
+     * (null: none), in name order
      */
-    queueDepths: statement(`
-      SELECT x.queue, sum(x.ready) AS ready, sum(x.scheduled) AS scheduled, sum(x.running) AS running,
-             EXISTS (SELECT 1 FROM ${s}.pauses p WHERE p.scope = 'queue' AND p.name = x.queue) AS paused,
-             (SELECT l.concurrency FROM ${s}.queue_limits l WHERE l.queue = x.queue) AS concurrency_limit
-      FROM (
-        SELECT queue, count(*) FILTER (WHERE status = 'ready' AND run_at <= now()) AS ready,
-               count(*) FILTER (WHERE status = 'ready' AND run_at > now()) AS scheduled, count(*) FILTER (WHERE status = 'running') AS running
-        FROM (SELECT queue, status, run_at FROM ${jobs} WHERE outcome IS NULL AND concurrency_key IS NULL
-              UNION ALL SELECT queue, status, run_at FROM ${jobs} WHERE outcome IS NULL AND concurrency_key IS NOT NULL) r
-        GROUP BY queue
-        UNION ALL
-        SELECT name, 0, 0, 0 FROM ${s}.pauses WHERE scope = 'queue'
-        UNION ALL
-        SELECT queue, 0, 0, 0 FROM ${s}.queue_limits
-      ) x
-      GROUP BY x.queue
-      ORDER BY x.queue`),
+    queueSettings: statement(`
+      SELECT queue, bool_or(paused) AS paused, max(concurrency) AS concurrency_limit
+      FROM (SELECT name AS queue, true AS paused, NULL::int AS concurrency FROM ${s}.pauses WHERE scope = 'queue'
+            UNION ALL SELECT queue, false, concurrency FROM ${s}.queue_limits) q
+      GROUP BY queue
+      ORDER BY queue`),
   };
 }

@@ -33,7 +33,6 @@ export interface WorkerQueries {
   readonly waiting: Statement;
   readonly inFlight: Statement;
   readonly stillInFlight: Statement;
-  readonly unserved: Statement;
 }
 
 /** The statements for `schema` (memoised). */
@@ -86,23 +85,5 @@ function build(s: string): WorkerQueries {
     /* stillInFlight — those of transactions $1 (ids, text[]) still in flight: each holds the lock on its own id to its end. rows: one, xids (text[]) */
     stillInFlight: statement(`
       SELECT coalesce(array_agg(transactionid::text), '{}') AS xids FROM pg_locks WHERE locktype = 'transactionid' AND transactionid::text = ANY($1::text[])`, true),
-
-    /*
-     * unserved — ready jobs (due or not) whose queue and kind no live worker serves (none
-     * seen within ${workerStaleSeconds} s has both), per queue and kind. Reads the ready indexes (one
-     * branch each, as stats does) and the small workers table, once per queue and kind: the
-     * ready jobs are counted first (each job looked for among the workers took 1.6–2.3 s
-     * with 1,000,000 ready and 10 workers, 0.3–0.5 s now). No params.
-     * rows: queue, kind, ready (bigint strings)
-     */
-    unserved: statement(`
-      SELECT r.queue, r.kind, r.ready
-      FROM (SELECT queue, kind, count(*) AS ready
-            FROM (SELECT queue, kind FROM ${s}.jobs WHERE status = 'ready' AND outcome IS NULL AND concurrency_key IS NULL
-                  UNION ALL SELECT queue, kind FROM ${s}.jobs WHERE status = 'ready' AND outcome IS NULL AND concurrency_key IS NOT NULL) j
-            GROUP BY queue, kind) r
-      WHERE NOT EXISTS (SELECT 1 FROM ${s}.workers w
-                        WHERE w.seen_at > now() - interval '${workerStaleSeconds} seconds' AND r.queue = ANY(w.queues) AND r.kind = ANY(w.kinds))
-      ORDER BY r.queue, r.kind`),
   };
 }

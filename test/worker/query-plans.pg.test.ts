@@ -2,7 +2,7 @@ import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { Errand } from "../../src/index.js";
 import { byId, queriesFor } from "../../src/sql/jobs.js";
-import { workerQueriesFor } from "../../src/sql/workers.js";
+import { observeQueriesFor } from "../../src/sql/observe.js";
 import { freshSchema } from "../support/db.js";
 
 // PostgreSQL only. The worker's batch statements must keep a plan that is linear in the
@@ -237,15 +237,26 @@ describe("enqueue plans", () => {
 });
 
 describe("stats plans", () => {
-  it("look for each queue and kind of ready jobs among the workers once, not for each job", () =>
+  it("read the waiting and running jobs once, and look for each queue and kind of them among the workers once, not for each job", () =>
     inFreshSchema(async (schema, c) => {
-      // Each of 3,000 ready jobs was looked for among the workers: 1.6–2.3 s for 1,000,000.
+      // Each of 1,000,000 ready jobs was looked for among the workers (1.6–2.3 s), and the
+      // figures per kind, the queue depths and the unserved jobs each read them all.
       await c.query(`INSERT INTO ${schema}.jobs (kind) SELECT 'k' || (g % 3) FROM generate_series(1, 3000) g`);
       await c.query(`INSERT INTO ${schema}.workers (id, queues, kinds) SELECT 'w' || g, '{default}', '{k0}' FROM generate_series(1, 2) g`);
       await c.query(`ANALYZE ${schema}.jobs`);
-      const { rows } = await c.query<{ "QUERY PLAN": [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${workerQueriesFor(schema).unserved.text}`);
+      const stats = observeQueriesFor(schema).stats.text;
+      const { rows: figures } = await c.query<{ queue: string; kind: string; ready: string; unserved: string }>(stats);
+      expect(figures.map(({ queue, kind, ready, unserved }) => ({ queue, kind, ready, unserved }))).toEqual([
+        { queue: "default", kind: "k0", ready: "1000", unserved: "0" },
+        { queue: "default", kind: "k1", ready: "1000", unserved: "1000" },
+        { queue: "default", kind: "k2", ready: "1000", unserved: "1000" },
+      ]);
+      const { rows } = await c.query<{ "QUERY PLAN": [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${stats}`);
       const nodes = flatten(rows[0]!["QUERY PLAN"][0].Plan);
-      expect(nodes[0]!["Actual Rows"]).toBe(2); // k1 and k2
       for (const n of nodes) expect(n["Actual Loops"]).toBeLessThanOrEqual(3);
+      // The open jobs without a concurrency key, those with one, and the dead ones.
+      const scans = nodes.filter((n) => n["Relation Name"] === "jobs");
+      expect(scans).toHaveLength(3);
+      for (const n of scans) expect(n["Actual Loops"]).toBe(1);
     }));
 });
