@@ -2,7 +2,7 @@ import pg from "pg";
 import { afterEach, expect, it } from "vitest";
 import { pgDriver } from "../../src/driver/pg.js";
 import { statement } from "../../src/sql/statement.js";
-import { useTestErrand } from "../support/db.js";
+import { eventually, useTestErrand } from "../support/db.js";
 
 // PostgreSQL only: the embedded database's driver prepares no named statements.
 const t = useTestErrand();
@@ -42,6 +42,26 @@ it("a connection's plans made on a small table are made again for the table as i
   expect(await planOf(renewed.pool)).toMatch(/Index (Only )?Scan using jobs_pkey/);
   expect((await renewed.driver.run(byIds, [[id]])).rows).toEqual([{ kind: "k" }]);
   await Promise.all([kept.driver.close(), renewed.driver.close()]);
+});
+
+it("a new connection's first plans are made again after a sixty-fourth of the lifetime, each next after twice as long", async () => {
+  // A 6.4 s lifetime: the first plans live 100 ms, then 200, 400… A table that grows while
+  // the connection is young gets plans for its size long before the lifetime is out.
+  const [job] = await t.sql<{ id: string }>(`INSERT INTO ${t.schema}.jobs (kind) VALUES ('k') RETURNING id`);
+  const byIds = statement(`SELECT kind FROM ${t.schema}.jobs WHERE id = ANY($1::bigint[]) ORDER BY id`);
+  const young = oneConnection(6_400);
+  const started = performance.now();
+  const planOf = async () => {
+    expect((await young.driver.run(byIds, [[job!.id]])).rows).toEqual([{ kind: "k" }]);
+    return (await young.pool.query(`EXPLAIN EXECUTE ${byIds.name}('{${job!.id}}')`)).rows.map((row: { "QUERY PLAN": string }) => row["QUERY PLAN"]).join("\n");
+  };
+  for (let i = 0; i < 8; i++) await planOf();
+  expect(await planOf()).toMatch(/Seq Scan on jobs/);
+  await backlog("kind", "'b'");
+  await eventually(async () => /Index (Only )?Scan using jobs_pkey/.test(await planOf()), 10_000, "plans made for the grown table");
+  // Made again before the lifetime was out: the young plans' doing, not the lifetime's.
+  expect(performance.now() - started).toBeLessThan(6_400);
+  await young.driver.close();
 });
 
 it("so are the plans inside the keyed claim's function", async () => {
