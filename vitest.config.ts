@@ -38,10 +38,19 @@ const cliOnly = ["test/cli/format.test.ts", "test/cli/limits.test.ts", "test/cli
 
 // Most files wait on a database or a child process more than they compute, so three run at
 // once (vitest's default on 2 cores is one: the suite took 24 minutes so). These run alone,
-// after the rest: worker processes under test; bounds on how long a worker may be held up,
-// which another file's load on the same cores must not decide; and a connection's cached
-// plans, which the invalidations of other files' migrations on the same server reset.
-const alone = ["test/process/**/*.test.ts", "test/database/upgrade-under-load.pg.test.ts", "test/database/plan-lifetime.pg.test.ts"];
+// after the rest: worker processes under test; bounds on how long a worker may be held up
+// (the JetStream tests' ack waits of a second), which another file's load on the same cores
+// must not decide; a connection's cached plans, which the invalidations of other files'
+// migrations on the same server reset; and a restart of the shared RabbitMQ, which would
+// close every other file's channels.
+const aloneOnBoth = ["test/jetstream/**/*.test.ts"];
+const alone = [
+  ...aloneOnBoth,
+  "test/process/**/*.test.ts",
+  "test/database/upgrade-under-load.pg.test.ts",
+  "test/database/plan-lifetime.pg.test.ts",
+  "test/outbox/relay-amqp-restart.pg.test.ts",
+];
 
 // The files whose service is missing (skipped outside CI, saying so).
 const unserved = [
@@ -64,6 +73,16 @@ export default defineConfig({
           exclude: [...alone, "test/**/*.pg.test.ts", ...(absent.includes(postgres) ? [] : cliOnly)],
           // The PGlite data directory each test file copies; only this half needs one.
           globalSetup: ["./test/support/global-setup.ts"],
+          env: { ERRAND_TEST_DB: "pglite" },
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "pglite, alone",
+          include: aloneOnBoth,
+          globalSetup: ["./test/support/global-setup.ts"],
+          maxWorkers: 1,
           env: { ERRAND_TEST_DB: "pglite" },
         },
       },
