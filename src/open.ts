@@ -8,7 +8,7 @@ import pg from "pg";
 import type { PGlite } from "@electric-sql/pglite";
 import { defaultDataDir, defaultMaxPayloadBytes, defaultPoolSize, defaultSchema } from "./defaults.js";
 import { ErrandError, ValidationError } from "./errors.js";
-import { pgDriver } from "./driver/pg.js";
+import { ownPool, pgDriver } from "./driver/pg.js";
 import type { Driver } from "./driver/types.js";
 import type { JobsDefinition, StandardSchemaV1, UntypedJobs } from "./jobs.js";
 import { migrate } from "./migrations/migrate.js";
@@ -99,7 +99,7 @@ async function connect(options: Pick<ErrandOptions, "connectionString" | "db" | 
   if (given > 1) throw new ValidationError("connectionString", "give one of connectionString, db or dataDir");
   if (options.connectionString !== undefined) {
     if (!/^postgres(ql)?:\/\//.test(options.connectionString)) throw new ValidationError("connectionString", "must be a postgres:// URL");
-    const pool = new pg.Pool({ connectionString: options.connectionString, max: options.poolSize ?? defaultPoolSize });
+    const pool = ownPool({ connectionString: options.connectionString, max: options.poolSize ?? defaultPoolSize });
     try {
       await pool.query("SELECT 1");
     } catch (error) {

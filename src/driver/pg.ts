@@ -32,6 +32,42 @@ export const planLifetimeMs = 60_000;
  * rows. Remade at about 1, 3, 7, 15, 30 and 60 s, they follow the table as it grows.
  */
 export const youngPlanDivisor = 64;
+/**
+ * What every connection errand opens is set to: no JIT compilation. errand's statements
+ * are index lookups that never reach its threshold, or counts over the open jobs (stats,
+ * the dashboard) that do once the backlog is big, and JIT only slowed those. `stats()` with
+ * 20 kinds in 5 queues, 10 calls each: 2,000,000 ready jobs, 0.46–0.59 s with JIT, 0.44–0.49 s
+ * without; 8,000,000, where the plan's cost passes PostgreSQL's default threshold for
+ * inlining and optimisation (1.6–1.8 s of compiling), 2.2–2.8 s with, 1.7–2.1 s without.
+ * A SET after connecting, not the startup packet's `options`, which PgBouncer refuses for
+ * settings it does not track.
+ */
+export const sessionSettings = "SET jit = off";
+
+/**
+ * A pool whose connections take {@link sessionSettings} before their first statement: the
+ * pool errand creates from a connection string. (Sent from the pool's `connect` event, the
+ * SET would wait in pg's queue with that statement behind it, which pg deprecates.) A pool
+ * of the application's keeps its own settings; errand's listening connection takes them
+ * either way.
+ */
+export function ownPool(config: pg.PoolConfig): pg.Pool {
+  return new pg.Pool({ ...config, Client: SettledClient });
+}
+
+class SettledClient extends pg.Client {
+  override connect(): Promise<pg.Client>;
+  override connect(callback: (err: Error | null) => void): void;
+  override connect(callback?: (err: Error | null) => void): Promise<pg.Client> | void {
+    const settled = super.connect().then(async () => {
+      await this.query(sessionSettings);
+      return this;
+    });
+    if (!callback) return settled;
+    settled.then(() => callback(null), callback);
+  }
+}
+
 /** The least time between two {@link Driver.refreshPlans} that take effect. */
 export const minPlanRefreshMs = 5_000;
 
@@ -238,7 +274,7 @@ async function listenWithReconnect(
       // idle worker's timers, every 15 or 30 s, where that planning was most of the
       // server's work at rest (bench/README.md, round of 2026-12-06, evening). Every
       // statement's generic plan is held to its indexes by test/worker/query-plans.pg.test.ts.
-      await next.query("SET plan_cache_mode = force_generic_plan");
+      await next.query(`SET plan_cache_mode = force_generic_plan; ${sessionSettings}`);
       await next.query(`LISTEN ${quoteIdent(channel)}`);
     } catch (error) {
       next.end().catch(() => {}); // connected but LISTEN failed: do not leak the connection

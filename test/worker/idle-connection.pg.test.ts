@@ -1,6 +1,6 @@
 import pg from "pg";
 import { expect, it } from "vitest";
-import { pgDriver } from "../../src/driver/pg.js";
+import { ownPool, pgDriver } from "../../src/driver/pg.js";
 import { Errand } from "../../src/index.js";
 import { statement } from "../../src/sql/statement.js";
 import { eventually, useTestErrand } from "../support/db.js";
@@ -78,5 +78,28 @@ it("the listening connection plans each statement once, generically", async () =
     expect(pool.totalCount).toBe(0);
   } finally {
     await driver.close();
+  }
+});
+
+it("the connections errand opens compile no plan with JIT; a pool of the application's keeps its own setting", async () => {
+  const showJit = statement("SHOW jit");
+  const jitOf = async (driver: ReturnType<typeof pgDriver>) => (await driver.run<{ jit: string }>(showJit, [])).rows[0]!.jit;
+  const own = ownPool({ connectionString: process.env.ERRAND_TEST_URL, max: 1 });
+  const given = new pg.Pool({ connectionString: process.env.ERRAND_TEST_URL, max: 1 });
+  const drivers = [pgDriver(own, true), pgDriver(given, false)] as const;
+  try {
+    // No pool connection yet: the statement runs on the listening connection, errand's either way.
+    for (const driver of drivers) {
+      const stop = await driver.listen("errand_jit_test", () => {});
+      expect(await jitOf(driver)).toBe("off");
+      await stop();
+    }
+    expect(await jitOf(drivers[0])).toBe("off");
+    const serverDefault = (await given.query<{ jit: string }>("SHOW jit")).rows[0]!.jit; // "on" on PostgreSQL 15
+    expect(await jitOf(drivers[1])).toBe(serverDefault);
+  } finally {
+    await drivers[0].close();
+    await drivers[1].close();
+    await given.end();
   }
 });
