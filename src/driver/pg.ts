@@ -60,7 +60,8 @@ class SettledClient extends pg.Client {
   override connect(callback: (err: Error | null) => void): void;
   override connect(callback?: (err: Error | null) => void): Promise<pg.Client> | void {
     const settled = super.connect().then(async () => {
-      await this.query(sessionSettings);
+      // A setting for speed: a server that refuses it still gets its statements.
+      await this.query(sessionSettings).catch(() => {});
       return this;
     });
     if (!callback) return settled;
