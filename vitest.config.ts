@@ -23,7 +23,7 @@ memo.errandServices ??= (async () => {
     remedy: "start the server or point DATABASE_URL at one",
   };
   const chromium = { problem: chromiumProblem(chromiumPath), tests: "the browser tests", remedy: "install it with `apt-get install -y chromium` (as .ci/run does)" };
-  const nats = { problem: await natsProblem(natsUrl), tests: "the JetStream relay tests", remedy: "start nats-server with -js (as .ci/services does) or point ERRAND_TEST_NATS_URL at one" };
+  const nats = { problem: await natsProblem(natsUrl), tests: "the JetStream tests (job queue and relay)", remedy: "start nats-server with -js (as .ci/services does) or point ERRAND_TEST_NATS_URL at one" };
   const amqp = { problem: await amqpProblem(amqpUrl), tests: "the RabbitMQ relay tests", remedy: "start rabbitmq-server (as .ci/services does) or point ERRAND_TEST_AMQP_URL at one" };
   return { postgres, chromium, nats, amqp, absent: missing([postgres, chromium, nats, amqp]) };
 })();
@@ -70,7 +70,7 @@ export default defineConfig({
         test: {
           name: "pglite",
           include: ["test/**/*.test.ts", "src/**/*.test.ts"],
-          exclude: [...alone, "test/**/*.pg.test.ts", ...(absent.includes(postgres) ? [] : cliOnly)],
+          exclude: [...alone, "test/**/*.pg.test.ts", ...unserved, ...(absent.includes(postgres) ? [] : cliOnly)],
           // The PGlite data directory each test file copies; only this half needs one.
           globalSetup: ["./test/support/global-setup.ts"],
           env: { ERRAND_TEST_DB: "pglite" },
@@ -81,6 +81,7 @@ export default defineConfig({
         test: {
           name: "pglite, alone",
           include: aloneOnBoth,
+          exclude: unserved,
           globalSetup: ["./test/support/global-setup.ts"],
           maxWorkers: 1,
           env: { ERRAND_TEST_DB: "pglite" },
