@@ -94,13 +94,14 @@ export interface QueueDepth {
   readonly limit: number | null;
 }
 
-/** The queues paused or limited (their jobs are counted by stats), and the paused kinds. */
+/** The queues paused or limited (their jobs are counted by stats), and the paused kinds, both in name order. */
 export async function readQueueSettings(driver: Driver, schema: string): Promise<{ queues: Map<string, { paused: boolean; limit: number | null }>; pausedKinds: string[] }> {
-  const queries = queueQueriesFor(schema);
-  const [settings, pauses] = await Promise.all([
-    driver.run<{ queue: string; paused: boolean; concurrency_limit: number | null }>(queries.queueSettings, []),
-    driver.run<{ scope: string; name: string }>(queries.listPauses, []),
-  ]);
-  const queues = new Map(settings.rows.map((row) => [row.queue, { paused: row.paused, limit: row.concurrency_limit === null ? null : Number(row.concurrency_limit) }]));
-  return { queues, pausedKinds: pauses.rows.filter((row) => row.scope === "kind").map((row) => row.name) };
+  const { rows } = await driver.run<{ scope: string; name: string; concurrency: number | null }>(queueQueriesFor(schema).workerGates, []);
+  const queues = new Map<string, { paused: boolean; limit: number | null }>();
+  for (const { scope, name, concurrency } of rows) {
+    if (scope === "kind") continue;
+    const queue = queues.get(name) ?? { paused: false, limit: null };
+    queues.set(name, scope === "queue" ? { ...queue, paused: true } : { ...queue, limit: Number(concurrency) });
+  }
+  return { queues, pausedKinds: rows.filter((row) => row.scope === "kind").map((row) => row.name) };
 }

@@ -15,7 +15,6 @@ export interface QueueQueries {
   readonly listPauses: Statement;
   readonly workerGates: Statement;
   readonly nextDue: Statement;
-  readonly queueSettings: Statement;
 }
 
 /** The statements for `schema` (memoised). */
@@ -50,10 +49,12 @@ function build(s: string, channel: string): QueueQueries {
     /*
      * workerGates — what a worker reads at start, on the pause notice and every second: the
      * pauses (scope 'queue' or 'kind') and the queues with a concurrency limit (scope
-     * 'limit'), whose claims go through claim_limited. No params; rows: scope, name
+     * 'limit'), whose claims go through claim_limited. stats reads it too, for the paused and
+     * limited queues and the paused kinds (their jobs it counts itself, src/sql/observe.ts).
+     * No params; rows: scope, name, concurrency (the limit; null for a pause)
      */
     workerGates: statement(`
-      SELECT scope, name FROM ${s}.pauses UNION ALL SELECT 'limit', queue FROM ${s}.queue_limits ORDER BY 1, 2`, true),
+      SELECT scope, name, NULL::int AS concurrency FROM ${s}.pauses UNION ALL SELECT 'limit', queue, concurrency FROM ${s}.queue_limits ORDER BY 1, 2`, true),
 
     /*
      * nextDue — what a worker at rest asks instead of claiming: in how many ms the first
@@ -65,18 +66,5 @@ function build(s: string, channel: string): QueueQueries {
     nextDue: statement(`
       SELECT (extract(epoch FROM (SELECT min(run_at) FROM ${jobs} WHERE status = 'ready' AND outcome IS NULL AND queue = $1::text AND concurrency_key IS NULL AND kind = ANY($2::text[])) - now()) * 1000)::float8 AS plain_ms,
              (extract(epoch FROM (SELECT min(run_at) FROM ${jobs} WHERE status = 'ready' AND outcome IS NULL AND queue = $1::text AND concurrency_key IS NOT NULL AND kind = ANY($2::text[])) - now()) * 1000)::float8 AS keyed_ms`, true),
-
-    /*
-     * queueSettings — every queue paused or given a concurrency limit (queue_limits): whether
-     * it is paused, and its limit. Its jobs are counted by stats (src/sql/observe.ts), in the
-     * one read of the waiting and running jobs. No params. rows: queue, paused, concurrency_limit
-     * (null: none), in name order
-     */
-    queueSettings: statement(`
-      SELECT queue, bool_or(paused) AS paused, max(concurrency) AS concurrency_limit
-      FROM (SELECT name AS queue, true AS paused, NULL::int AS concurrency FROM ${s}.pauses WHERE scope = 'queue'
-            UNION ALL SELECT queue, false, concurrency FROM ${s}.queue_limits) q
-      GROUP BY queue
-      ORDER BY queue`),
   };
 }
