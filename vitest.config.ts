@@ -59,6 +59,11 @@ const unserved = [
   ...(absent.includes(amqp) ? ["test/**/*amqp*"] : []),
 ];
 
+// What each database's projects share. PGlite's: the data directory each test file copies
+// (only that half needs one).
+const onPglite = { globalSetup: ["./test/support/global-setup.ts"], env: { ERRAND_TEST_DB: "pglite" } };
+const onPostgres = { env: { ERRAND_TEST_DB: "postgres", ERRAND_TEST_URL: postgresUrl } };
+
 export default defineConfig({
   test: {
     testTimeout: 60_000,
@@ -71,9 +76,7 @@ export default defineConfig({
           name: "pglite",
           include: ["test/**/*.test.ts", "src/**/*.test.ts"],
           exclude: [...alone, "test/**/*.pg.test.ts", ...unserved, ...(absent.includes(postgres) ? [] : cliOnly)],
-          // The PGlite data directory each test file copies; only this half needs one.
-          globalSetup: ["./test/support/global-setup.ts"],
-          env: { ERRAND_TEST_DB: "pglite" },
+          ...onPglite,
         },
       },
       {
@@ -82,9 +85,8 @@ export default defineConfig({
           name: "pglite, alone",
           include: aloneOnBoth,
           exclude: unserved,
-          globalSetup: ["./test/support/global-setup.ts"],
           maxWorkers: 1,
-          env: { ERRAND_TEST_DB: "pglite" },
+          ...onPglite,
         },
       },
       ...(absent.includes(postgres)
@@ -97,7 +99,7 @@ export default defineConfig({
                 include: ["test/**/*.test.ts"],
                 // The test command's own test is about this file, not a database: once is enough.
                 exclude: [...alone, "test/package/test-command.test.ts", ...unserved],
-                env: { ERRAND_TEST_DB: "postgres", ERRAND_TEST_URL: postgresUrl },
+                ...onPostgres,
               },
             },
             {
@@ -107,7 +109,7 @@ export default defineConfig({
                 include: alone,
                 exclude: unserved,
                 maxWorkers: 1,
-                env: { ERRAND_TEST_DB: "postgres", ERRAND_TEST_URL: postgresUrl },
+                ...onPostgres,
               },
             },
           ]),
