@@ -83,7 +83,10 @@ export const minPlanRefreshMs = 5_000;
  * another, the first claim after a quiet spell does not wait for a new one, and neither do
  * the one job it brings (its completion may overlap the claim that looks for more). More
  * statements at once than that (work arrived) open the pool, which then serves every
- * statement until it is idle again.
+ * statement until it is idle again, but for a claim that ends a wait (see
+ * {@link Statement.afterWait}): that one runs on a listening connection with nothing in
+ * flight. A listening connection's plans are made again as a pooled one's are (see
+ * {@link planLifetimeMs}).
  *
  * @param ownsPool - close the pool in {@link Driver.close} (true when errand created it).
  */
@@ -93,10 +96,10 @@ export function pgDriver(pool: pg.Pool, ownsPool = false, options: PgDriverOptio
   pool.on("error", onError);
   const planLifetime = options.planLifetimeMs ?? planLifetimeMs;
   /** When each connection's plans were made, and how long they live (see youngPlanDivisor). */
-  const planned = new WeakMap<pg.PoolClient, { at: number; lifetime: number }>();
+  const planned = new WeakMap<pg.ClientBase, { at: number; lifetime: number }>();
   /** When plans made before it were last declared stale (refreshPlans). */
   let staleBefore = -Infinity;
-  const discardStalePlans = (client: pg.PoolClient): void => {
+  const discardStalePlans = (client: pg.ClientBase): void => {
     const now = performance.now();
     const plans = planned.get(client);
     if (plans !== undefined && now - plans.at < plans.lifetime && plans.at >= staleBefore) return;
@@ -110,7 +113,8 @@ export function pgDriver(pool: pg.Pool, ownsPool = false, options: PgDriverOptio
   return {
     async run<Row>(statement: Statement, params: readonly unknown[]): Promise<QueryResult<Row>> {
       const query = named(statement, params);
-      const spare = pool.totalCount === 0 ? spareListener(listeners, statement.background ? listenerQueue : workQueue) : undefined;
+      const queue = pool.totalCount === 0 ? (statement.background ? listenerQueue : workQueue) : statement.afterWait ? 1 : 0;
+      const spare = queue > 0 ? spareListener(listeners, queue) : undefined;
       const result = spare ? await spare.query(query) : await pool.query(query);
       return { rows: result.rows as Row[] };
     },
@@ -133,7 +137,7 @@ export function pgDriver(pool: pg.Pool, ownsPool = false, options: PgDriverOptio
       if (now - staleBefore >= minPlanRefreshMs) staleBefore = now;
     },
     async listen(channel, onNotify, onReconnect) {
-      const listening = await listenWithReconnect(pool.options, channel, onNotify, onReconnect ?? (() => {}), onError);
+      const listening = await listenWithReconnect(pool.options, channel, onNotify, onReconnect ?? (() => {}), onError, discardStalePlans);
       listeners.add(listening);
       return async () => {
         listeners.delete(listening);
@@ -244,6 +248,7 @@ async function listenWithReconnect(
   onNotify: (payload?: string) => void,
   onReconnect: () => void,
   onError: (error: Error) => void,
+  beforeStatement: (client: pg.Client) => void,
 ): Promise<Listening> {
   let client: pg.Client | undefined;
   let stopped = false;
@@ -269,7 +274,8 @@ async function listenWithReconnect(
     });
     try {
       await next.connect();
-      // Each statement is planned once here, generically, not five times before PostgreSQL
+      // Each statement is planned here generically, once per generation of plans (made
+      // again as a pooled connection's are, by `beforeStatement`), not five times before PostgreSQL
       // weighs a generic plan (nor every time, where the generic one costs more on paper:
       // the rescuer's, whose sweep a parameter switches off). This connection serves an
       // idle worker's timers, every 15 or 30 s, where that planning was most of the
@@ -310,7 +316,10 @@ async function listenWithReconnect(
       return {
         async query(query) {
           inFlight++;
-          const run = last.then(() => current.query(query));
+          const run = last.then(() => {
+            beforeStatement(current);
+            return current.query(query);
+          });
           last = run.catch(() => {});
           try {
             return await run;
