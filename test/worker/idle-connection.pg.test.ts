@@ -135,29 +135,3 @@ it("a claim that ends a wait runs on the listening connection while it is idle, 
     await driver.close();
   }
 });
-
-it("the listening connection's plans made on a small table are made again, as a pooled connection's are", async () => {
-  const [job] = await t.sql<{ id: string }>(`INSERT INTO ${t.schema}.jobs (kind) VALUES ('k') RETURNING id`);
-  const byIds = statement(`SELECT kind FROM ${t.schema}.jobs WHERE id = ANY($1::bigint[]) ORDER BY id`);
-  const explain = statement(`EXPLAIN EXECUTE ${byIds.name}('{${job!.id}}')`);
-  /** A driver listening, its pool empty: its statements run on the listening connection. */
-  const listening = async (planLifetimeMs: number) => {
-    const pool = new pg.Pool({ connectionString: process.env.ERRAND_TEST_URL, max: 1 });
-    const driver = pgDriver(pool, true, { planLifetimeMs });
-    await driver.listen(`errand_test_${t.schema}`, () => {});
-    for (let i = 0; i < 3; i++) expect((await driver.run(byIds, [[job!.id]])).rows).toEqual([{ kind: "k" }]);
-    return { pool, driver, plan: async () => (await driver.run<{ "QUERY PLAN": string }>(explain, [])).rows.map((row) => row["QUERY PLAN"]).join("\n") };
-  };
-  const kept = await listening(Infinity);
-  const renewed = await listening(0);
-  try {
-    expect(await kept.plan()).toMatch(/Seq Scan on jobs/); // the generic plan for a one-row table
-    await t.sql(`INSERT INTO ${t.schema}.jobs (kind) SELECT 'b' FROM generate_series(1, 100000)`);
-    expect(await kept.plan()).toMatch(/Seq Scan on jobs/);
-    expect((await renewed.driver.run(byIds, [[job!.id]])).rows).toEqual([{ kind: "k" }]);
-    expect(await renewed.plan()).toMatch(/Index (Only )?Scan (using|on) jobs_pkey/);
-    expect([kept.pool.totalCount, renewed.pool.totalCount]).toEqual([0, 0]);
-  } finally {
-    await Promise.all([kept.driver.close(), renewed.driver.close()]);
-  }
-});
