@@ -83,10 +83,8 @@ export const minPlanRefreshMs = 5_000;
  * another, the first claim after a quiet spell does not wait for a new one, and neither do
  * the one job it brings (its completion may overlap the claim that looks for more). More
  * statements at once than that (work arrived) open the pool, which then serves every
- * statement until it is idle again, but for a claim that ends a wait (see
- * {@link Statement.afterWait}): that one runs on a listening connection with nothing in
- * flight. A listening connection's plans are made again as a pooled one's are (see
- * {@link planLifetimeMs}).
+ * statement until it is idle again. A listening connection's plans are made again as a
+ * pooled one's are (see {@link planLifetimeMs}).
  *
  * @param ownsPool - close the pool in {@link Driver.close} (true when errand created it).
  */
@@ -113,8 +111,7 @@ export function pgDriver(pool: pg.Pool, ownsPool = false, options: PgDriverOptio
   return {
     async run<Row>(statement: Statement, params: readonly unknown[]): Promise<QueryResult<Row>> {
       const query = named(statement, params);
-      const queue = pool.totalCount === 0 ? (statement.background ? listenerQueue : workQueue) : statement.afterWait ? 1 : 0;
-      const spare = queue > 0 ? spareListener(listeners, queue) : undefined;
+      const spare = pool.totalCount === 0 ? spareListener(listeners, statement.background ? listenerQueue : workQueue) : undefined;
       const result = spare ? await spare.query(query) : await pool.query(query);
       return { rows: result.rows as Row[] };
     },

@@ -41,14 +41,6 @@ export interface Statement {
    * there behind another rather than open a connection for it.
    */
   readonly background?: boolean;
-  /**
-   * A claim that ends a worker's wait at rest (a notice woke it, or its poll): a driver that listens
-   * runs it on its listening connection when that has no statement in flight, whatever its
-   * pool holds. The notice has just woken that connection's server process, where a pooled
-   * one may have slept since the last job: pickup at 50 jobs/s p50 1.4–1.6 ms against
-   * 1.6–1.8 (bench/README.md, round of 2026-12-07, late morning).
-   */
-  readonly afterWait?: boolean;
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { Clock } from "../clock.js";
-import type { Driver, Statement } from "../driver/types.js";
+import type { Driver } from "../driver/types.js";
 import { ErrandError } from "../errors.js";
 import { type RetryPolicy, decodeRetryPolicy } from "../retry-policy.js";
 import type { Json } from "../payload.js";
@@ -119,13 +119,10 @@ export class Claimer {
   readonly #reserved = new Set<ClaimedJob>();
   /** Claimed jobs whose row could not be decoded: they fail with this error instead of running. */
   readonly #undecodable = new Map<ClaimedJob, Error>();
-  /** The claim statements as they are sent when a claim ends a wait (see {@link Statement.afterWait}). */
-  readonly #afterWait: { readonly claim: Statement; readonly claimFrom: Statement };
 
   constructor(parts: ClaimParts) {
     this.#driver = parts.driver;
     this.#queries = parts.queries;
-    this.#afterWait = { claim: { ...parts.queries.claim, afterWait: true }, claimFrom: { ...parts.queries.claimFrom, afterWait: true } };
     this.#workerId = parts.workerId;
     this.#queue = parts.queue;
     this.#gate = parts.gate;
@@ -152,10 +149,9 @@ export class Claimer {
   /**
    * Claims up to `limit` jobs, of which the first `startNow` are charged their attempt at
    * once; from the claim floor, or with `fromStart` from the start of the ready index (a
-   * one-off claim of what is due now, in claim order: runOnce). `afterWait`: the claim ends
-   * a wait of the worker's (see {@link Statement.afterWait}).
+   * one-off claim of what is due now, in claim order: runOnce).
    */
-  async claim(limit: number, startNow: number, fromStart = false, afterWait = false): Promise<ClaimedJob[]> {
+  async claim(limit: number, startNow: number, fromStart = false): Promise<ClaimedJob[]> {
     const sentAt = this.#clock.now();
     const { leasesByKind, leaseMs } = this.#settings;
     const kinds = this.#gate.claimable;
@@ -165,8 +161,7 @@ export class Claimer {
     if (!fromStart && this.#floor.probeDue()) this.#sendProbe(kinds);
     const from = fromStart ? { ...this.#floor.start(), key: undefined } : this.#floor.start();
     if (from.key) params.push(from.key.priority, from.key.runAtUs, String(from.key.id), from.shared);
-    const statements = afterWait ? this.#afterWait : this.#queries;
-    const { rows } = await this.#driver.run<ClaimRow>(from.key ? statements.claimFrom : statements.claim, params);
+    const { rows } = await this.#driver.run<ClaimRow>(from.key ? this.#queries.claimFrom : this.#queries.claim, params);
     this.#floor.claimed(rows, from, sentAt, limit);
     const started: ClaimedJob[] = [];
     const reserved: ClaimedJob[] = [];

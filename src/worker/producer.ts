@@ -287,8 +287,6 @@ export class Producer {
     const pollIntervalMs = this.#settings.pollIntervalMs;
     /** Jobs claimed since the loop last waited: a round that found none asks when one is due. */
     let claimedSinceWait = 0;
-    /** The next claim ends a wait at rest (or starts the loop): see Statement.afterWait. */
-    let afterRest = true;
     while (this.#claiming) {
       const capacity = this.#concurrency + this.#prefetch.size();
       const refillAt = Math.max(1, Math.floor(capacity / 4));
@@ -313,8 +311,7 @@ export class Producer {
           // Nor while the worker may not start reserved jobs (see presence.ts).
           const plainLimit = this.#gate.limited ? 0 : this.#keyed.due() || !this.#trusted() ? startNow : free - keyed.length;
           const plainLooked = this.#queueMayHaveJobs && plainLimit > 0;
-          const plain = plainLooked ? await this.#claimer.claim(plainLimit, startNow, false, afterRest) : [];
-          if (plainLooked) afterRest = false;
+          const plain = plainLooked ? await this.#claimer.claim(plainLimit, startNow) : [];
           const jobs = keyed.length === 0 ? plain : keyed.concat(plain);
           this.#claimFailures = 0;
           // A backlog where the queue was empty: the statements' plans (the keyed claim
@@ -369,7 +366,6 @@ export class Producer {
           await this.#wake.wait(Math.max(1, Math.min(askAt - this.#clock.now(), this.#keyed.msUntilDue())));
           claimedSinceWait = 0;
         }
-        afterRest = true;
         continue;
       }
       // A rate limit says when its next job may start: sleep until then (a free slot or a notification wakes sooner).

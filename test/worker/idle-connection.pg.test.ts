@@ -103,35 +103,3 @@ it("the connections errand opens compile no plan with JIT; a pool of the applica
     await given.end();
   }
 });
-
-it("a claim that ends a wait runs on the listening connection while it is idle, whatever the pool holds; other statements on the pool", async () => {
-  const pool = new pg.Pool({ connectionString: process.env.ERRAND_TEST_URL, max: 4 });
-  const driver = pgDriver(pool, true);
-  const holder = new pg.Client({ connectionString: process.env.ERRAND_TEST_URL });
-  await holder.connect();
-  const key = 4_101_976;
-  const pid = statement("SELECT pg_backend_pid() AS pid");
-  const pidAfterWait = { ...pid, afterWait: true };
-  const pidOf = async (s: typeof pid) => (await driver.run<{ pid: number }>(s, [])).rows[0]!.pid;
-  try {
-    const unlisten = await driver.listen(`errand_test_${t.schema}`, () => {});
-    const pooled = (await pool.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0]!.pid;
-    expect(pool.totalCount).toBe(1);
-    const listening = await pidOf(pidAfterWait);
-    expect(listening).not.toBe(pooled);
-    expect(await pidOf(pid)).toBe(pooled);
-    // Busy with a statement (here one that waits for a lock): the claim goes to the pool instead of queueing behind it.
-    await holder.query("SELECT pg_advisory_lock($1)", [key]);
-    const waiting = driver.run({ ...statement(`SELECT pg_advisory_lock_shared(${key}) IS NOT NULL AS ok`), afterWait: true }, []);
-    await eventually(async () => (await holder.query("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND NOT granted", [key])).rowCount === 1, 10_000, "the statement on the listening connection to wait for the lock");
-    const busy = await pidOf(pidAfterWait);
-    expect(busy).not.toBe(listening);
-    await holder.query("SELECT pg_advisory_unlock($1)", [key]);
-    expect((await waiting).rows).toEqual([{ ok: true }]);
-    expect(await pidOf(pidAfterWait)).toBe(listening);
-    await unlisten();
-  } finally {
-    await holder.end();
-    await driver.close();
-  }
-});

@@ -296,35 +296,3 @@ it("with no worker waiting, enqueues beside another send nothing after their com
   expect(sent[1]).toEqual([expect.stringMatching(/^\d{16}$/)]);
   expect(await t.sql(`SELECT count(*)::int AS n FROM ${t.schema}.jobs`)).toEqual([{ n: 6 }]);
 });
-
-it("the claim that ends a wait at rest asks for the listening connection; the claims of a busy streak do not", async () => {
-  // See Statement.afterWait: the notice that woke the worker has just woken that connection's server process.
-  const claims: { afterWait: boolean; rows: number }[] = [];
-  const driver: Driver = {
-    ...t.errand.driver,
-    run: async <Row>(statement: Statement, params: readonly unknown[]) => {
-      const result = await t.errand.driver.run<Row>(statement, params);
-      if (/^\s*WITH next AS/.test(statement.text)) claims.push({ afterWait: statement.afterWait === true, rows: result.rows.length });
-      return result;
-    },
-    close: async () => {},
-  };
-  let ran = 0;
-  const worker = Errand.fromDriver(driver, { schema: t.schema }).worker({ concurrency: 5, prefetch: 10, rescueIntervalMs: 0, handlers: { k: async () => void ran++ } });
-  await worker.start();
-  try {
-    await eventually(() => claims.length > 0, 10_000, "the first claim");
-    await t.errand.enqueue("k", {});
-    await eventually(() => ran === 1, 10_000, "the one job");
-    await eventually(() => claims.some((claim, i) => i > 0 && claim.rows === 0), 10_000, "the claim after it, finding none");
-    await t.errand.enqueueMany(Array.from({ length: 200 }, () => ({ kind: "k", payload: {} })));
-    await eventually(() => ran === 201, 30_000, "the backlog");
-  } finally {
-    await worker.stop();
-  }
-  const took = claims.filter((claim) => claim.rows > 0);
-  // The one job's claim ended a wait at rest, and so did the backlog's first; the many after them did not.
-  expect(took[0]!.afterWait).toBe(true);
-  expect(took.filter((claim) => claim.afterWait).length).toBeLessThanOrEqual(2);
-  expect(took.filter((claim) => !claim.afterWait).length).toBeGreaterThan(10);
-});
