@@ -83,8 +83,8 @@ export const minPlanRefreshMs = 5_000;
  * another, the first claim after a quiet spell does not wait for a new one, and neither do
  * the one job it brings (its completion may overlap the claim that looks for more). More
  * statements at once than that (work arrived) open the pool, which then serves every
- * statement until it is idle again. A listening connection's plans are made again as a
- * pooled one's are (see {@link planLifetimeMs}).
+ * statement until it is idle again. A listening connection's plans are made again on
+ * {@link Driver.refreshPlans}, as a pooled one's are.
  *
  * @param ownsPool - close the pool in {@link Driver.close} (true when errand created it).
  */
@@ -97,15 +97,17 @@ export function pgDriver(pool: pg.Pool, ownsPool = false, options: PgDriverOptio
   const planned = new WeakMap<pg.ClientBase, { at: number; lifetime: number }>();
   /** When plans made before it were last declared stale (refreshPlans). */
   let staleBefore = -Infinity;
-  const discardStalePlans = (client: pg.ClientBase): void => {
+  /** `aging`: plans also go stale with age (a pooled connection's; see listen for the listening one's). */
+  const discardStalePlans = (client: pg.ClientBase, aging = true): void => {
     const now = performance.now();
     const plans = planned.get(client);
-    if (plans !== undefined && now - plans.at < plans.lifetime && plans.at >= staleBefore) return;
+    if (plans !== undefined && (!aging || now - plans.at < plans.lifetime) && plans.at >= staleBefore) return;
     planned.set(client, { at: now, lifetime: plans === undefined ? planLifetime / youngPlanDivisor : Math.min(planLifetime, plans.lifetime * 2) });
     // Emitted before the connection is handed out: this goes ahead of the statement it was taken for.
     if (plans !== undefined) client.query("DISCARD PLANS").catch(() => {});
   };
-  pool.on("acquire", discardStalePlans);
+  const onAcquire = (client: pg.PoolClient): void => discardStalePlans(client);
+  pool.on("acquire", onAcquire);
   const listeners = new Set<Listening>();
 
   return {
@@ -134,7 +136,10 @@ export function pgDriver(pool: pg.Pool, ownsPool = false, options: PgDriverOptio
       if (now - staleBefore >= minPlanRefreshMs) staleBefore = now;
     },
     async listen(channel, onNotify, onReconnect) {
-      const listening = await listenWithReconnect(pool.options, channel, onNotify, onReconnect ?? (() => {}), onError, discardStalePlans);
+      // A listening connection's plans are made again on refreshPlans only, not with age: an
+      // idle worker's timers would plan again every minute, which took 50 idle workers from
+      // 1.2–1.3 % to 2.1–2.3 % of a core (bench/README.md, round of 2026-12-07, late morning).
+      const listening = await listenWithReconnect(pool.options, channel, onNotify, onReconnect ?? (() => {}), onError, (client) => discardStalePlans(client, false));
       listeners.add(listening);
       return async () => {
         listeners.delete(listening);
@@ -145,7 +150,7 @@ export function pgDriver(pool: pg.Pool, ownsPool = false, options: PgDriverOptio
       await Promise.all([...listeners].map((listening) => listening.stop()));
       listeners.clear();
       pool.off("error", onError);
-      pool.off("acquire", discardStalePlans);
+      pool.off("acquire", onAcquire);
       if (ownsPool) await pool.end();
     },
   };
@@ -271,8 +276,8 @@ async function listenWithReconnect(
     });
     try {
       await next.connect();
-      // Each statement is planned here generically, once per generation of plans (made
-      // again as a pooled connection's are, by `beforeStatement`), not five times before PostgreSQL
+      // Each statement is planned here generically, once until refreshPlans (see listen),
+      // not five times before PostgreSQL
       // weighs a generic plan (nor every time, where the generic one costs more on paper:
       // the rescuer's, whose sweep a parameter switches off). This connection serves an
       // idle worker's timers, every 15 or 30 s, where that planning was most of the
